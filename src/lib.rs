@@ -6,28 +6,43 @@
 //! # Layout (dependency order, bottom first)
 //!
 //! - [`error`]: the one core error enum, each variant with a stable code.
-//! - `store`: the broker root (resolution, permission checks), OFD locks on `X.lock`
-//!   sidecars, atomic JSON files.
-//! - `registry`, `inbox`, `rooms`, `log`: c2c's broker-root files, read and written in
-//!   c2c 0.8's format.
-//! - `broker`: the identity-bound handle that every caller goes through.
+//! - [`time`], [`ids`], [`liveness`]: units, id validation, c2c's pid + start-time rule.
+//! - [`store`]: the broker root (resolution, permission checks), OFD locks on `X.lock`
+//!   sidecars, atomic JSON files, JSON-lines appends.
+//! - [`registry`], [`inbox`], [`pending`], [`log`]: c2c's broker-root records.
+//! - [`watch`]: the inbox watcher (notify/inotify).
+//! - [`broker`]: the identity-bound handle every caller goes through.
 //! - [`node`]: napi classes and functions; error-code mapping.
 //!
 //! # Terminology
 //!
-//! - **broker root**: the directory c2c and c2c-bridge share (`registry.json`, inboxes, ...).
+//! - **broker root**: the directory c2c and c2c-bridge share (`registry.json`, inboxes, …).
 //! - **session id** (`session_id`): the stable id of one agent session; OpenCode's `ses_…` id.
-//!   It is also a file-name component (`<session_id>.inbox.json`), hence the strict charset.
-//! - **alias**: the human-facing name of a session, 1–64 chars of `[A-Za-z0-9._-]`.
-//!   Compared case-insensitively; stored in its original case.
+//!   It is also a file-name stem (`<session_id>.inbox.json`), hence the strict charset.
+//! - **alias**: the human-facing name of a session, 1–64 chars of `[A-Za-z0-9._-]`. Compared
+//!   case-insensitively; stored in its original case. c2c's *canonical alias*
+//!   (`canonical_alias`) is kept in the record but not interpreted.
 //! - **registration**: one record of `registry.json` binding a session id to an alias, a pid
 //!   and the pid's start time.
 //! - **inbox**: `<session_id>.inbox.json`, the JSON array of messages waiting for a session.
 //! - **envelope**: the frame around peer text shown to a model.
 //! - **perm id** (`perm_id`): the id of a permission request a pending-reply slot tracks.
 //! - **supervisor**: an alias allowed to answer a pending-reply slot (advisory only).
+//! - **via**: the hop list of session ids a message (or the chain of turns that wrote it) has
+//!   passed through.
 
+pub mod broker;
 pub mod error;
+pub mod ids;
+pub mod inbox;
+pub mod liveness;
+pub mod log;
 pub mod node;
+pub mod pending;
+pub mod registry;
+pub mod store;
+pub mod time;
+pub mod watch;
 
-pub use error::{Error, ErrorCode};
+pub use broker::{Broker, OpenOptions, Peer};
+pub use error::{Error, ErrorCode, Result};

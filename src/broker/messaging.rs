@@ -1,0 +1,434 @@
+//! Direct messages, broadcast, one's own inbox (peek / ack / drain) and the sweep.
+//!
+//! Delivery is at-least-once: [`Broker::peek`] does not consume; [`Broker::ack`] moves
+//! exactly the named messages to `archive/<session_id>.jsonl` once the caller has handed
+//! them on. A crash between the two means a message is seen again; consumers drop
+//! duplicates by `message_id`.
+
+use std::collections::HashSet;
+use std::time::Duration;
+
+use serde_json::Value;
+
+use super::Broker;
+use crate::error::{Error, Result};
+use crate::fields;
+use crate::ids::alias_eq;
+use crate::inbox::{raw_message_id, Message};
+use crate::log::{short_hash, AuditLog};
+use crate::registry::{parse_all, Registration};
+use crate::store::file::{read_jsonl, write_bytes_atomic, JsonLine};
+use crate::store::{self, BrokerRoot, LockGuard};
+
+/// Extra fields for a send.
+#[derive(Debug, Clone, Default)]
+pub struct SendOptions {
+    /// The hop list inherited from the message that triggered the sending turn (session ids,
+    /// oldest first). The broker appends this session; the hop limit is enforced by the
+    /// caller's policy before sending.
+    pub via: Vec<String>,
+}
+
+/// What a send returns: the message is durably in the recipient's inbox (`status:
+/// "queued"`), not yet shown to anyone.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Receipt {
+    /// The new message's uuid.
+    pub message_id: String,
+    /// The recipient alias as stored (`"<alias>#<room>"` for rooms).
+    pub to_alias: String,
+    /// The recipient's session id.
+    pub to_session_id: String,
+    /// Epoch seconds of the enqueue.
+    pub ts: f64,
+    /// Always `"queued"` from the broker; later outcomes are reported by receipts.
+    pub status: &'static str,
+}
+
+/// A recipient skipped by a broadcast or a room send.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Skipped {
+    /// Its alias.
+    pub alias: String,
+    /// Why (`"not alive"`).
+    pub reason: &'static str,
+}
+
+/// The result of [`Broker::send_all`] and [`Broker::send_room`].
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct BroadcastResult {
+    /// One receipt per recipient reached.
+    pub sent: Vec<Receipt>,
+    /// Recipients not reached.
+    pub skipped: Vec<Skipped>,
+}
+
+/// The result of [`Broker::ack`].
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct AckResult {
+    /// Ids moved to the archive by this call.
+    pub acked: Vec<String>,
+    /// Ids not in the inbox (already acknowledged, or never there).
+    pub missing: Vec<String>,
+}
+
+/// The result of [`Broker::sweep`].
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct SweepReport {
+    /// `(alias, session_id)` of removed dead registrations.
+    pub removed: Vec<(String, String)>,
+    /// Messages moved to `dead-letter.jsonl`.
+    pub dead_lettered: usize,
+}
+
+impl Broker {
+    fn check_content(&self, content: &str) -> Result<()> {
+        if content.trim().is_empty() {
+            return Err(Error::Empty);
+        }
+        if content.len() > self.max_message_bytes() {
+            return Err(Error::TooLarge {
+                size: content.len(),
+                limit: self.max_message_bytes(),
+            });
+        }
+        Ok(())
+    }
+
+    fn new_message(&self, to_alias: String, content: &str, via: &[String]) -> Message {
+        let mut hops = via.to_vec();
+        hops.push(self.session_id().to_string());
+        Message {
+            from_alias: self.alias().to_string(),
+            to_alias,
+            content: content.to_string(),
+            ts: crate::time::now_secs(),
+            message_id: uuid::Uuid::new_v4().to_string(),
+            deferrable: None,
+            ephemeral: None,
+            from_session_id: Some(self.session_id().to_string()),
+            via: hops,
+            extra: Default::default(),
+        }
+    }
+
+    /// Append `msg` to `session_id`'s inbox under its lock; the receipt says `queued`.
+    fn enqueue(&self, to_session_id: &str, msg: Message, event: &str) -> Result<Receipt> {
+        let value = msg.to_value();
+        store::update_array(&self.root().inbox(to_session_id), self.lock_timeout(), |records| {
+            records.push(value);
+            Ok(((), true))
+        })?;
+        self.audit().event(
+            event,
+            fields! {
+                "from_alias" => msg.from_alias, "to_alias" => msg.to_alias,
+                "message_id" => msg.message_id, "bytes" => msg.content.len(),
+                "to_session" => short_hash(to_session_id),
+            },
+        );
+        Ok(Receipt {
+            message_id: msg.message_id,
+            to_alias: msg.to_alias,
+            to_session_id: to_session_id.to_string(),
+            ts: msg.ts,
+            status: "queued",
+        })
+    }
+
+    /// Send `content` to the live session registered as `to_alias` (case-insensitive).
+    ///
+    /// # Errors
+    /// [`Error::Empty`], [`Error::TooLarge`] (never truncated), [`Error::SendToSelf`],
+    /// [`Error::UnknownRecipient`], [`Error::RecipientDead`] ("recipient is not alive"),
+    /// [`Error::NotRegistered`] when our own registration is gone, [`Error::Closed`], store
+    /// errors.
+    pub fn send(&self, to_alias: &str, content: &str, opts: &SendOptions) -> Result<Receipt> {
+        self.check_open()?;
+        self.check_content(content)?;
+        if alias_eq(to_alias, self.alias()) {
+            return Err(Error::SendToSelf {
+                alias: self.alias().to_string(),
+            });
+        }
+        let regs = parse_all(&store::read_array(&self.root().registry())?);
+        self.own_registration(&regs)?;
+        let matching: Vec<&Registration> =
+            regs.iter().filter(|r| alias_eq(&r.alias, to_alias)).collect();
+        if matching.is_empty() {
+            return Err(Error::UnknownRecipient {
+                alias: to_alias.to_string(),
+            });
+        }
+        let target = matching
+            .into_iter()
+            .filter(|r| r.is_alive())
+            .max_by(|a, b| a.registered_at.total_cmp(&b.registered_at))
+            .ok_or_else(|| Error::RecipientDead {
+                alias: to_alias.to_string(),
+            })?;
+        let msg = self.new_message(target.alias.clone(), content, &opts.via);
+        self.enqueue(&target.session_id, msg, "dm_enqueue")
+    }
+
+    /// Send `content` to every other live registration.
+    ///
+    /// # Errors
+    /// As [`Broker::send`], except recipient errors: dead peers are listed in `skipped`.
+    pub fn send_all(&self, content: &str, opts: &SendOptions) -> Result<BroadcastResult> {
+        self.check_open()?;
+        self.check_content(content)?;
+        let regs = parse_all(&store::read_array(&self.root().registry())?);
+        self.own_registration(&regs)?;
+        let mut out = BroadcastResult::default();
+        for r in regs.iter().filter(|r| r.session_id != self.session_id()) {
+            if !r.is_alive() {
+                out.skipped.push(Skipped {
+                    alias: r.alias.clone(),
+                    reason: "not alive",
+                });
+                continue;
+            }
+            let msg = self.new_message(r.alias.clone(), content, &opts.via);
+            out.sent.push(self.enqueue(&r.session_id, msg, "broadcast_enqueue")?);
+        }
+        Ok(out)
+    }
+
+    pub(super) fn enqueue_room(
+        &self,
+        to_session_id: &str,
+        to_alias_with_room: String,
+        content: &str,
+        via: &[String],
+    ) -> Result<Receipt> {
+        let msg = self.new_message(to_alias_with_room, content, via);
+        self.enqueue(to_session_id, msg, "room_enqueue")
+    }
+
+    pub(super) fn check_content_pub(&self, content: &str) -> Result<()> {
+        self.check_content(content)
+    }
+
+    /// This session's inbox, oldest first, without consuming it. Records that are not
+    /// messages are skipped (and left in the file).
+    ///
+    /// # Errors
+    /// [`Error::Closed`], [`Error::StoreCorrupt`], store errors.
+    pub fn peek(&self) -> Result<Vec<Message>> {
+        self.check_open()?;
+        let records = store::read_array(&self.root().inbox(self.session_id()))?;
+        Ok(records.iter().filter_map(Message::from_value).collect())
+    }
+
+    /// Move exactly the messages with these ids from the inbox to
+    /// `archive/<session_id>.jsonl` (with `drained_at`, `drained_by`, `session_id`). The
+    /// archive is appended and fsync'd before the inbox is rewritten, so a crash can repeat
+    /// a message but never lose one.
+    ///
+    /// # Errors
+    /// [`Error::Closed`], store errors.
+    pub fn ack(&self, message_ids: &[String]) -> Result<AckResult> {
+        self.check_open()?;
+        let wanted: HashSet<&str> = message_ids.iter().map(String::as_str).collect();
+        self.take_from_inbox(|v| raw_message_id(v).is_some_and(|id| wanted.contains(id)), "ack")
+            .map(|taken| {
+                let acked: Vec<String> = taken
+                    .iter()
+                    .filter_map(|v| raw_message_id(v).map(str::to_string))
+                    .collect();
+                let got: HashSet<&str> = acked.iter().map(String::as_str).collect();
+                let mut seen = HashSet::new();
+                let missing = message_ids
+                    .iter()
+                    .filter(|id| !got.contains(id.as_str()) && seen.insert(id.as_str()))
+                    .cloned()
+                    .collect();
+                AckResult { acked, missing }
+            })
+    }
+
+    /// c2c's drain: take every message from the inbox (archived as by [`Broker::ack`]).
+    ///
+    /// # Errors
+    /// [`Error::Closed`], store errors.
+    pub fn drain(&self) -> Result<Vec<Message>> {
+        self.check_open()?;
+        let taken = self.take_from_inbox(|_| true, "drain")?;
+        Ok(taken.iter().filter_map(Message::from_value).collect())
+    }
+
+    fn take_from_inbox(&self, pick: impl Fn(&Value) -> bool, how: &str) -> Result<Vec<Value>> {
+        let archive = self.root().archive(self.session_id())?;
+        let sid = self.session_id().to_string();
+        let taken = store::update_array(
+            &self.root().inbox(self.session_id()),
+            self.lock_timeout(),
+            |records| {
+                let (taken, kept): (Vec<Value>, Vec<Value>) =
+                    std::mem::take(records).into_iter().partition(|v| pick(v));
+                *records = kept;
+                if taken.is_empty() {
+                    return Ok((taken, false));
+                }
+                let now = crate::time::now_secs();
+                let lines: Vec<Value> = taken
+                    .iter()
+                    .map(|v| {
+                        let mut v = v.clone();
+                        if let Value::Object(m) = &mut v {
+                            m.insert("drained_at".into(), Value::from(now));
+                            m.insert("drained_by".into(), Value::from(format!("c2c-bridge:{how}")));
+                            m.insert("session_id".into(), Value::from(sid.clone()));
+                        }
+                        v
+                    })
+                    .collect();
+                store::append_jsonl(&archive, &lines)?;
+                Ok((taken, true))
+            },
+        )?;
+        if !taken.is_empty() {
+            self.audit().event(
+                "inbox_ack",
+                fields! {"session" => short_hash(self.session_id()), "count" => taken.len(), "how" => how},
+            );
+        }
+        Ok(taken)
+    }
+
+    /// Remove dead registrations and rescue the mail of every session that is not alive
+    /// (dead registrations and inbox files with no registration at all) into
+    /// `dead-letter.jsonl`. Nothing is dropped: a message is in the dead letter before its
+    /// inbox is removed. A session that registers again gets its rescued mail back.
+    ///
+    /// # Errors
+    /// [`Error::Closed`], store errors.
+    pub fn sweep(&self) -> Result<SweepReport> {
+        self.check_open()?;
+        let mut report = SweepReport::default();
+        let removed: Vec<Registration> =
+            store::update_array(&self.root().registry(), self.lock_timeout(), |records| {
+                let mut removed = Vec::new();
+                records.retain(|v| match Registration::from_value(v) {
+                    Some(r) if !r.is_alive() => {
+                        removed.push(r);
+                        false
+                    }
+                    _ => true,
+                });
+                let changed = !removed.is_empty();
+                Ok((removed, changed))
+            })?;
+        report.removed = removed
+            .iter()
+            .map(|r| (r.alias.clone(), r.session_id.clone()))
+            .collect();
+        let live: HashSet<String> = parse_all(&store::read_array(&self.root().registry())?)
+            .into_iter()
+            .map(|r| r.session_id)
+            .collect();
+        let entries = std::fs::read_dir(self.root().path())
+            .map_err(|e| Error::io(self.root().path(), e))?;
+        for entry in entries.flatten() {
+            let name = entry.file_name().to_string_lossy().into_owned();
+            let Some(sid) = name.strip_suffix(".inbox.json") else {
+                continue;
+            };
+            if live.contains(sid) || crate::ids::validate_session_id(sid).is_err() {
+                continue;
+            }
+            report.dead_lettered += self.dead_letter_inbox(sid)?;
+        }
+        self.audit().event(
+            "sweep",
+            fields! {"removed" => report.removed.len(), "dead_lettered" => report.dead_lettered},
+        );
+        Ok(report)
+    }
+
+    fn dead_letter_inbox(&self, sid: &str) -> Result<usize> {
+        let inbox = self.root().inbox(sid);
+        let _guard = LockGuard::acquire(&store::lock::sidecar_path(&inbox), self.lock_timeout())?;
+        let records = store::read_array(&inbox)?;
+        let now = crate::time::now_secs();
+        let lines: Vec<Value> = records
+            .iter()
+            .map(|v| {
+                let mut v = v.clone();
+                if let Value::Object(m) = &mut v {
+                    m.insert("session_id".into(), Value::from(sid));
+                    m.insert("dead_lettered_at".into(), Value::from(now));
+                }
+                v
+            })
+            .collect();
+        {
+            let dl = self.root().dead_letter();
+            let _dl_guard =
+                LockGuard::acquire(&store::lock::sidecar_path(&dl), self.lock_timeout())?;
+            store::append_jsonl(&dl, &lines)?;
+        }
+        std::fs::remove_file(&inbox).map_err(|e| Error::io(&inbox, e))?;
+        Ok(lines.len())
+    }
+}
+
+/// Move dead-lettered mail addressed to `session_id` back into its inbox (deduplicated by
+/// `message_id`); other lines of `dead-letter.jsonl`, parseable or not, are kept. Called
+/// when a session registers, so a restart or a sweep in between loses nothing — and mail
+/// follows the *session*, never an alias that a new owner has taken.
+pub(super) fn rescue_dead_letters(
+    root: &BrokerRoot,
+    session_id: &str,
+    lock_timeout: Duration,
+    log: &AuditLog,
+) -> Result<()> {
+    let dl = root.dead_letter();
+    if !dl.exists() {
+        return Ok(());
+    }
+    let _dl_guard = LockGuard::acquire(&store::lock::sidecar_path(&dl), lock_timeout)?;
+    let lines = read_jsonl(&dl)?;
+    let (mine, rest): (Vec<JsonLine>, Vec<JsonLine>) = lines.into_iter().partition(|l| {
+        matches!(l, JsonLine::Value(v) if v.get("session_id").and_then(Value::as_str) == Some(session_id))
+    });
+    if mine.is_empty() {
+        return Ok(());
+    }
+    let count = mine.len();
+    store::update_array(&root.inbox(session_id), lock_timeout, |records| {
+        let have: HashSet<String> = records
+            .iter()
+            .filter_map(|v| raw_message_id(v).map(str::to_string))
+            .collect();
+        for line in mine {
+            if let JsonLine::Value(mut v) = line {
+                if raw_message_id(&v).is_some_and(|id| have.contains(id)) {
+                    continue;
+                }
+                if let Value::Object(m) = &mut v {
+                    m.remove("session_id");
+                    m.remove("dead_lettered_at");
+                }
+                records.push(v);
+            }
+        }
+        Ok(((), true))
+    })?;
+    let mut bytes = Vec::new();
+    for line in rest {
+        match line {
+            JsonLine::Value(v) => serde_json::to_writer(&mut bytes, &v)
+                .map_err(|e| Error::io(&dl, e.into()))?,
+            JsonLine::Unparsed(s) => bytes.extend_from_slice(s.as_bytes()),
+        }
+        bytes.push(b'\n');
+    }
+    write_bytes_atomic(&dl, &bytes)?;
+    log.event(
+        "dead_letter_rescue",
+        fields! {"session" => short_hash(session_id), "count" => count},
+    );
+    Ok(())
+}

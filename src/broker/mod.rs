@@ -1,0 +1,359 @@
+//! [`Broker`]: one session's identity-bound handle on a broker root.
+//!
+//! Identity is bound once, at [`Broker::open`]: the handle registers (or attaches to) one
+//! `(session_id, alias)` and no method takes a session id or alias to act as someone else.
+//! The recipient of a send is a *target*, never an identity.
+
+mod messaging;
+mod rooms;
+
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Mutex;
+use std::time::Duration;
+
+use serde_json::Value;
+
+use crate::error::{Error, Result};
+use crate::fields;
+use crate::ids::{alias_eq, validate_alias, validate_session_id};
+use crate::log::{short_hash, AuditLog};
+use crate::registry::{free_alternative, parse_all, Registration};
+use crate::store::root::{resolve_path, RootEnv};
+use crate::store::{self, BrokerRoot};
+use crate::watch::InboxWatcher;
+
+pub use messaging::{AckResult, BroadcastResult, Receipt, SendOptions, Skipped, SweepReport};
+pub use rooms::{RoomInfo, RoomMessage};
+
+/// Default maximum message size: 16 KiB of UTF-8.
+pub const DEFAULT_MAX_MESSAGE_BYTES: usize = 16 * 1024;
+/// Default time to wait for a sidecar lock.
+pub const DEFAULT_LOCK_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// How to open a [`Broker`].
+#[derive(Debug, Clone, Default)]
+pub struct OpenOptions {
+    /// The session id to bind (OpenCode's `ses_…`). Validated as a file-name stem.
+    pub session_id: String,
+    /// The alias to register. Required unless `attach` is set.
+    pub alias: Option<String>,
+    /// An explicit broker root; else c2c's resolution (see [`crate::store::root`]).
+    pub root: Option<PathBuf>,
+    /// The project directory used for c2c's repository fingerprint and stored in the
+    /// registration (`directory`). Default: the current directory.
+    pub directory: Option<PathBuf>,
+    /// The pid to register. Default: this process (the addon runs inside OpenCode).
+    pub pid: Option<u32>,
+    /// `plugin_version` to record.
+    pub plugin_version: Option<String>,
+    /// `client_type` to record (default `"opencode"`).
+    pub client_type: Option<String>,
+    /// Attach to an existing registration of `session_id` instead of registering: the CLI
+    /// acting for the session named by `C2C_MCP_SESSION_ID`. [`Broker::close`] then does not
+    /// unregister.
+    pub attach: bool,
+    /// Maximum content size in bytes (default 16 KiB).
+    pub max_message_bytes: Option<usize>,
+    /// Lock wait (default 5 s).
+    pub lock_timeout: Option<Duration>,
+    /// Environment for root resolution (default: the process environment).
+    pub env: Option<RootEnv>,
+}
+
+/// A peer as listed by [`Broker::list_peers`].
+#[derive(Debug, Clone, PartialEq)]
+pub struct Peer {
+    /// Alias in its original case.
+    pub alias: String,
+    /// Session id.
+    pub session_id: String,
+    /// c2c's liveness rule.
+    pub alive: bool,
+    /// Registered pid.
+    pub pid: Option<u32>,
+    /// Epoch seconds.
+    pub registered_at: f64,
+    /// Recorded plugin version.
+    pub plugin_version: Option<String>,
+    /// Recorded client type.
+    pub client_type: Option<String>,
+    /// Recorded project directory.
+    pub directory: Option<String>,
+    /// Whether this is the handle's own registration.
+    pub is_self: bool,
+}
+
+/// One session's handle on a broker root.
+#[derive(Debug)]
+pub struct Broker {
+    root: BrokerRoot,
+    session_id: String,
+    alias: String,
+    directory: Option<String>,
+    attached: bool,
+    max_message_bytes: usize,
+    lock_timeout: Duration,
+    log: AuditLog,
+    closed: AtomicBool,
+    watcher: Mutex<Option<InboxWatcher>>,
+}
+
+impl Broker {
+    /// Resolve and check the root, then register `(session_id, alias)` — or, with `attach`,
+    /// bind to the session's existing registration.
+    ///
+    /// Registering refreshes this session's own earlier registration, replaces a *dead*
+    /// holder of the alias, and refuses a *live* one.
+    ///
+    /// # Errors
+    /// [`Error::InvalidId`], [`Error::InvalidOption`], [`Error::RootInsecure`],
+    /// [`Error::AliasTaken`] (naming a free alternative), [`Error::AliasPending`] (c2c's M4
+    /// guard), [`Error::NotRegistered`] (attach without a registration), store errors.
+    pub fn open(opts: OpenOptions) -> Result<Broker> {
+        validate_session_id(&opts.session_id)?;
+        let project_dir = match &opts.directory {
+            Some(d) => d.clone(),
+            None => std::env::current_dir().map_err(|e| Error::io(".", e))?,
+        };
+        let env = opts.env.clone().unwrap_or_else(RootEnv::from_process);
+        let (path, source) = resolve_path(opts.root.as_deref(), &env, &project_dir)?;
+        let root = BrokerRoot::open(&path, source)?;
+        let log = AuditLog::new(root.log());
+        let max_message_bytes = opts.max_message_bytes.unwrap_or(DEFAULT_MAX_MESSAGE_BYTES);
+        if max_message_bytes == 0 {
+            return Err(Error::InvalidOption {
+                option: "maxMessageBytes".into(),
+                reason: "must be at least 1".into(),
+            });
+        }
+        let lock_timeout = opts.lock_timeout.unwrap_or(DEFAULT_LOCK_TIMEOUT);
+        let directory = opts
+            .directory
+            .as_ref()
+            .map(|d| std::fs::canonicalize(d).unwrap_or_else(|_| d.clone()))
+            .map(|d| d.to_string_lossy().into_owned());
+
+        let alias = if opts.attach {
+            let regs = parse_all(&store::read_array(&root.registry())?);
+            let own = regs
+                .into_iter()
+                .find(|r| r.session_id == opts.session_id)
+                .ok_or_else(|| Error::NotRegistered {
+                    session_id: opts.session_id.clone(),
+                })?;
+            own.alias
+        } else {
+            let alias = opts.alias.clone().ok_or_else(|| Error::InvalidOption {
+                option: "alias".into(),
+                reason: "an alias is required to register".into(),
+            })?;
+            validate_alias(&alias)?;
+            let pid = opts.pid.unwrap_or_else(std::process::id);
+            let reg = Registration {
+                session_id: opts.session_id.clone(),
+                alias: alias.clone(),
+                pid: Some(pid),
+                pid_start_time: crate::liveness::pid_start_time(pid),
+                registered_at: crate::time::now_secs(),
+                plugin_version: opts.plugin_version.clone(),
+                client_type: Some(opts.client_type.clone().unwrap_or_else(|| "opencode".into())),
+                directory: directory.clone(),
+                extra: Default::default(),
+            };
+            register(&root, reg, lock_timeout)?;
+            log.event(
+                "register",
+                fields! {"alias" => alias, "session" => short_hash(&opts.session_id)},
+            );
+            // c2c creates the inbox at registration; a reader then sees `[]`, not ENOENT.
+            let inbox = root.inbox(&opts.session_id);
+            store::update_array(&inbox, lock_timeout, |_| Ok(((), !inbox.exists())))?;
+            messaging::rescue_dead_letters(&root, &opts.session_id, lock_timeout, &log)?;
+            alias
+        };
+
+        Ok(Broker {
+            root,
+            session_id: opts.session_id,
+            alias,
+            directory,
+            attached: opts.attach,
+            max_message_bytes,
+            lock_timeout,
+            log,
+            closed: AtomicBool::new(false),
+            watcher: Mutex::new(None),
+        })
+    }
+
+    /// This handle's session id.
+    pub fn session_id(&self) -> &str {
+        &self.session_id
+    }
+
+    /// This handle's alias (original case).
+    pub fn alias(&self) -> &str {
+        &self.alias
+    }
+
+    /// The canonical project directory recorded at registration, if any.
+    pub fn directory(&self) -> Option<&str> {
+        self.directory.as_deref()
+    }
+
+    /// The broker root.
+    pub fn root(&self) -> &BrokerRoot {
+        &self.root
+    }
+
+    /// The audit log.
+    pub fn audit(&self) -> &AuditLog {
+        &self.log
+    }
+
+    /// The message size limit in bytes.
+    pub fn max_message_bytes(&self) -> usize {
+        self.max_message_bytes
+    }
+
+    pub(crate) fn lock_timeout(&self) -> Duration {
+        self.lock_timeout
+    }
+
+    pub(crate) fn check_open(&self) -> Result<()> {
+        if self.closed.load(Ordering::Acquire) {
+            Err(Error::Closed)
+        } else {
+            Ok(())
+        }
+    }
+
+    /// Every registration of the root, with liveness.
+    ///
+    /// # Errors
+    /// [`Error::Closed`], store errors.
+    pub fn list_peers(&self) -> Result<Vec<Peer>> {
+        self.check_open()?;
+        let regs = parse_all(&store::read_array(&self.root.registry())?);
+        Ok(regs
+            .into_iter()
+            .map(|r| Peer {
+                alive: r.is_alive(),
+                is_self: r.session_id == self.session_id,
+                alias: r.alias,
+                session_id: r.session_id,
+                pid: r.pid,
+                registered_at: r.registered_at,
+                plugin_version: r.plugin_version,
+                client_type: r.client_type,
+                directory: r.directory,
+            })
+            .collect())
+    }
+
+    /// Our own registration, or [`Error::NotRegistered`] when it is gone (swept, replaced
+    /// by a re-registration of the alias, or removed by another tool).
+    pub(crate) fn own_registration(&self, regs: &[Registration]) -> Result<Registration> {
+        regs.iter()
+            .find(|r| r.session_id == self.session_id && alias_eq(&r.alias, &self.alias))
+            .cloned()
+            .ok_or_else(|| Error::NotRegistered {
+                session_id: self.session_id.clone(),
+            })
+    }
+
+    /// Start calling `on_change` (on a background thread) whenever this session's inbox file
+    /// changes. Replaces an earlier watch.
+    ///
+    /// # Errors
+    /// [`Error::Closed`], [`Error::Io`] when the watch cannot be set up.
+    pub fn watch(&self, on_change: Box<dyn Fn() + Send + 'static>) -> Result<()> {
+        self.check_open()?;
+        let name = self
+            .root
+            .inbox(&self.session_id)
+            .file_name()
+            .unwrap_or_default()
+            .to_os_string();
+        let w = InboxWatcher::start(self.root.path(), name, on_change)?;
+        *self.watcher.lock().unwrap_or_else(|p| p.into_inner()) = Some(w);
+        Ok(())
+    }
+
+    /// Stop the watch, if any. Idempotent.
+    pub fn unwatch(&self) {
+        self.watcher
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .take();
+    }
+
+    /// Stop the watcher and remove this session's registration (not for an attached
+    /// handle). The inbox file stays: mail that arrives later is kept for a re-registration
+    /// of the same session or rescued by a sweep. Idempotent; later calls on the handle fail
+    /// with [`Error::Closed`].
+    ///
+    /// # Errors
+    /// Store errors while unregistering (the handle is closed regardless).
+    pub fn close(&self) -> Result<()> {
+        if self.closed.swap(true, Ordering::AcqRel) {
+            return Ok(());
+        }
+        self.unwatch();
+        if self.attached {
+            return Ok(());
+        }
+        let sid = self.session_id.clone();
+        store::update_array(&self.root.registry(), self.lock_timeout, |records| {
+            let before = records.len();
+            records.retain(|v| v.get("session_id").and_then(Value::as_str) != Some(sid.as_str()));
+            Ok(((), records.len() != before))
+        })?;
+        self.log.event(
+            "unregister",
+            fields! {"alias" => self.alias, "session" => short_hash(&self.session_id)},
+        );
+        Ok(())
+    }
+}
+
+impl Drop for Broker {
+    fn drop(&mut self) {
+        // Stop the watcher thread; registration removal is explicit (close), because a
+        // dropped handle in a crashed-and-restarted plugin must not unregister its successor.
+        self.unwatch();
+    }
+}
+
+/// Register `reg` in the root: the one register operation every path goes through.
+///
+/// Under the registry lock: a *live* different session holding the alias
+/// (case-insensitively) → [`Error::AliasTaken`]; a *dead* holder is replaced; c2c's M4
+/// guard ([`crate::pending::check_alias_reuse`]) runs; then this session's old records are
+/// replaced by `reg`.
+///
+/// # Errors
+/// [`Error::AliasTaken`], [`Error::AliasPending`], store errors.
+pub fn register(root: &BrokerRoot, reg: Registration, lock_timeout: Duration) -> Result<()> {
+    store::update_array(&root.registry(), lock_timeout, |records| {
+        let regs = parse_all(records);
+        if let Some(holder) = regs
+            .iter()
+            .find(|r| alias_eq(&r.alias, &reg.alias) && r.session_id != reg.session_id && r.is_alive())
+        {
+            return Err(Error::AliasTaken {
+                alias: reg.alias.clone(),
+                owner_session_id: holder.session_id.clone(),
+                suggestion: free_alternative(&reg.alias, &regs),
+            });
+        }
+        crate::pending::check_alias_reuse(root, &reg.alias, &reg.session_id, &regs)?;
+        records.retain(|v| match Registration::from_value(v) {
+            Some(r) => r.session_id != reg.session_id && !alias_eq(&r.alias, &reg.alias),
+            None => true,
+        });
+        records.push(reg.to_value());
+        Ok(((), true))
+    })
+}

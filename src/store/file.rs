@@ -1,0 +1,335 @@
+//! Whole-file JSON reads, atomic replacement and JSON-lines appends inside the broker root.
+//!
+//! # How an atomic replace works
+//!
+//! 1. create `X.tmp.<pid>` with mode 0600, `O_EXCL | O_NOFOLLOW` (a leftover from a crashed
+//!    writer with the same pid is removed first),
+//! 2. write the whole JSON document and `fsync` it,
+//! 3. `rename` it over `X` (a rename replaces a planted symlink instead of following it),
+//! 4. `fsync` the directory so the rename itself survives a crash.
+//!
+//! Callers hold `X.lock` (see [`super::lock`]), so two writers never share a temp name.
+//!
+//! # Unreadable is never empty
+//!
+//! c2c reads a file over 64 KiB, or one it cannot parse, as `[]`, and its next write loses
+//! everything. Here an absent file is `[]`, and anything else that is not a JSON array —
+//! empty, truncated, garbage, not UTF-8 — is [`Error::StoreCorrupt`]. The bad bytes are first
+//! copied aside to `X.corrupt.<epoch-ms>` (0600) for inspection. There is no size limit.
+
+use std::fs::{File, OpenOptions};
+use std::io::{ErrorKind, Read, Write};
+use std::os::unix::fs::OpenOptionsExt;
+use std::path::{Path, PathBuf};
+
+use nix::libc;
+use serde_json::Value;
+
+use crate::error::{Error, Result};
+
+/// Open a file for reading without following a symlink at its last component.
+pub(crate) fn open_read_nofollow(path: &Path) -> std::io::Result<File> {
+    OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
+        .open(path)
+}
+
+/// Read a JSON-array file. An absent file reads as `[]`.
+///
+/// # Errors
+/// [`Error::StoreCorrupt`] (after copying the bytes aside) when the file is not a JSON array;
+/// [`Error::Io`] on any other read failure, including a symlink in the file's place.
+pub fn read_array(path: &Path) -> Result<Vec<Value>> {
+    let mut file = match open_read_nofollow(path) {
+        Ok(f) => f,
+        Err(e) if e.kind() == ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(e) => return Err(Error::io(path, e)),
+    };
+    let mut bytes = Vec::new();
+    file.read_to_end(&mut bytes)
+        .map_err(|e| Error::io(path, e))?;
+    match serde_json::from_slice::<Value>(&bytes) {
+        Ok(Value::Array(items)) => Ok(items),
+        Ok(other) => Err(corrupt(
+            path,
+            &bytes,
+            format!("expected a JSON array, found {}", json_kind(&other)),
+        )),
+        Err(e) => Err(corrupt(path, &bytes, e.to_string())),
+    }
+}
+
+fn json_kind(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
+}
+
+/// Copy unreadable bytes aside and build the error that names both files.
+fn corrupt(path: &Path, bytes: &[u8], detail: String) -> Error {
+    let stamp = (crate::time::now_secs() * 1000.0) as u64;
+    let mut name = path.file_name().unwrap_or_default().to_os_string();
+    name.push(format!(".corrupt.{stamp}"));
+    let copy = path.with_file_name(name);
+    let copy_result = create_new_0600(&copy).and_then(|mut f| {
+        f.write_all(bytes)?;
+        f.sync_all()
+    });
+    Error::StoreCorrupt {
+        path: path.to_path_buf(),
+        copy: copy_result.ok().map(|_| copy),
+        detail,
+    }
+}
+
+fn create_new_0600(path: &Path) -> std::io::Result<File> {
+    OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
+        .open(path)
+}
+
+/// Atomically replace `path` with `records` as a JSON array (see the module doc).
+///
+/// # Errors
+/// [`Error::Io`] naming the temp file, the target or the directory that failed.
+pub fn write_array_atomic(path: &Path, records: &[Value]) -> Result<()> {
+    let bytes = serde_json::to_vec(records).map_err(|e| Error::io(path, e.into()))?;
+    write_bytes_atomic(path, &bytes)
+}
+
+/// Atomically replace `path` with `bytes` (see the module doc).
+///
+/// # Errors
+/// [`Error::Io`] naming the file that failed.
+pub fn write_bytes_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
+    let mut tmp_name = path.file_name().unwrap_or_default().to_os_string();
+    tmp_name.push(format!(".tmp.{}", std::process::id()));
+    let tmp = path.with_file_name(tmp_name);
+    let mut file = match create_new_0600(&tmp) {
+        Ok(f) => f,
+        Err(e) if e.kind() == ErrorKind::AlreadyExists => {
+            // Left by a crashed writer whose pid we now reuse; we hold X.lock, so no live
+            // writer can own it.
+            std::fs::remove_file(&tmp).map_err(|e| Error::io(&tmp, e))?;
+            create_new_0600(&tmp).map_err(|e| Error::io(&tmp, e))?
+        }
+        Err(e) => return Err(Error::io(&tmp, e)),
+    };
+    let written = file.write_all(bytes).and_then(|_| file.sync_all());
+    if let Err(e) = written {
+        let _ = std::fs::remove_file(&tmp);
+        return Err(Error::io(&tmp, e));
+    }
+    drop(file);
+    if let Err(e) = std::fs::rename(&tmp, path) {
+        let _ = std::fs::remove_file(&tmp);
+        return Err(Error::io(path, e));
+    }
+    sync_dir(path.parent().unwrap_or(Path::new(".")))
+}
+
+/// fsync a directory so a rename or create inside it is durable.
+pub(crate) fn sync_dir(dir: &Path) -> Result<()> {
+    File::open(dir)
+        .and_then(|d| d.sync_all())
+        .map_err(|e| Error::io(dir, e))
+}
+
+/// Append one JSON value per line to `path` (created 0600, never through a symlink) and
+/// fsync it. Used for `archive/<sid>.jsonl`, `dead-letter.jsonl` and room histories.
+///
+/// # Errors
+/// [`Error::Io`] naming the file.
+pub fn append_jsonl(path: &Path, values: &[Value]) -> Result<()> {
+    if values.is_empty() {
+        return Ok(());
+    }
+    let mut buf = Vec::with_capacity(256 * values.len());
+    for v in values {
+        serde_json::to_writer(&mut buf, v).map_err(|e| Error::io(path, e.into()))?;
+        buf.push(b'\n');
+    }
+    let mut file = OpenOptions::new()
+        .append(true)
+        .create(true)
+        .mode(0o600)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
+        .open(path)
+        .map_err(|e| Error::io(path, e))?;
+    file.write_all(&buf)
+        .and_then(|_| file.sync_data())
+        .map_err(|e| Error::io(path, e))
+}
+
+/// Read a JSON-lines file, skipping blank lines. An absent file reads as empty.
+///
+/// A line that does not parse is returned as [`JsonLine::Unparsed`] rather than dropped, so a
+/// rewrite can keep it.
+///
+/// # Errors
+/// [`Error::Io`] on read failures.
+pub fn read_jsonl(path: &Path) -> Result<Vec<JsonLine>> {
+    let mut file = match open_read_nofollow(path) {
+        Ok(f) => f,
+        Err(e) if e.kind() == ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(e) => return Err(Error::io(path, e)),
+    };
+    let mut text = String::new();
+    file.read_to_string(&mut text)
+        .map_err(|e| Error::io(path, e))?;
+    Ok(text
+        .lines()
+        .filter(|l| !l.trim().is_empty())
+        .map(|l| match serde_json::from_str(l) {
+            Ok(v) => JsonLine::Value(v),
+            Err(_) => JsonLine::Unparsed(l.to_string()),
+        })
+        .collect())
+}
+
+/// One line of a JSON-lines file.
+#[derive(Debug, Clone, PartialEq)]
+pub enum JsonLine {
+    /// A line that parsed.
+    Value(Value),
+    /// A line that did not parse, kept verbatim.
+    Unparsed(String),
+}
+
+/// Make sure `dir` is a real directory (not a symlink), creating it with mode 0700.
+///
+/// # Errors
+/// [`Error::RootInsecure`] when a symlink or a non-directory stands in its place;
+/// [`Error::Io`] when it cannot be created.
+pub fn ensure_private_dir(dir: &Path) -> Result<PathBuf> {
+    use std::os::unix::fs::DirBuilderExt;
+    match std::fs::symlink_metadata(dir) {
+        Ok(m) if m.file_type().is_dir() => Ok(dir.to_path_buf()),
+        Ok(_) => Err(Error::RootInsecure {
+            path: dir.to_path_buf(),
+            reason: "it is a symlink or not a directory; c2c-bridge never follows symlinks inside the broker root".into(),
+        }),
+        Err(e) if e.kind() == ErrorKind::NotFound => {
+            std::fs::DirBuilder::new()
+                .mode(0o700)
+                .create(dir)
+                .or_else(|e| {
+                    if e.kind() == ErrorKind::AlreadyExists {
+                        Ok(())
+                    } else {
+                        Err(e)
+                    }
+                })
+                .map_err(|e| Error::io(dir, e))?;
+            Ok(dir.to_path_buf())
+        }
+        Err(e) => Err(Error::io(dir, e)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::fs::PermissionsExt;
+
+    #[test]
+    fn absent_reads_as_empty_and_roundtrips() {
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path().join("x.json");
+        assert!(read_array(&p).unwrap().is_empty());
+        let recs = vec![serde_json::json!({"a": 1, "unknown_field": [1, 2]})];
+        write_array_atomic(&p, &recs).unwrap();
+        assert_eq!(read_array(&p).unwrap(), recs);
+        let mode = std::fs::metadata(&p).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode, 0o600);
+        // no temp file left behind
+        let names: Vec<_> = std::fs::read_dir(d.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
+        assert_eq!(names, vec![std::ffi::OsString::from("x.json")]);
+    }
+
+    #[test]
+    fn garbage_truncated_empty_and_non_array_are_corrupt_and_copied_aside() {
+        for (i, bytes) in [
+            &b"not json"[..],
+            b"[{\"a\":1},",
+            b"",
+            b"{\"a\":1}",
+            b"\xff\xfe[]",
+        ]
+        .iter()
+        .enumerate()
+        {
+            let d = tempfile::tempdir().unwrap();
+            let p = d.path().join(format!("f{i}.json"));
+            std::fs::write(&p, bytes).unwrap();
+            let err = read_array(&p).unwrap_err();
+            assert_eq!(err.code(), crate::ErrorCode::StoreCorrupt, "case {i}");
+            match err {
+                Error::StoreCorrupt { copy: Some(copy), .. } => {
+                    assert_eq!(std::fs::read(&copy).unwrap(), *bytes);
+                }
+                other => panic!("case {i}: {other:?}"),
+            }
+            // the original is untouched
+            assert_eq!(std::fs::read(&p).unwrap(), *bytes);
+        }
+    }
+
+    #[test]
+    fn large_files_have_no_size_cliff() {
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path().join("big.json");
+        let recs: Vec<Value> = (0..5000)
+            .map(|i| serde_json::json!({"i": i, "pad": "x".repeat(100)}))
+            .collect();
+        write_array_atomic(&p, &recs).unwrap();
+        assert!(std::fs::metadata(&p).unwrap().len() > 64 * 1024 * 4);
+        assert_eq!(read_array(&p).unwrap().len(), 5000);
+    }
+
+    #[test]
+    fn symlinked_data_file_is_not_followed() {
+        let d = tempfile::tempdir().unwrap();
+        let target = d.path().join("secret.json");
+        std::fs::write(&target, b"[1]").unwrap();
+        let p = d.path().join("registry.json");
+        std::os::unix::fs::symlink(&target, &p).unwrap();
+        assert_eq!(read_array(&p).unwrap_err().code(), crate::ErrorCode::Io);
+        // an atomic write replaces the link itself and leaves the target alone
+        write_array_atomic(&p, &[serde_json::json!(2)]).unwrap();
+        assert_eq!(std::fs::read(&target).unwrap(), b"[1]");
+        assert!(!std::fs::symlink_metadata(&p)
+            .unwrap()
+            .file_type()
+            .is_symlink());
+    }
+
+    #[test]
+    fn jsonl_append_and_read_keep_bad_lines() {
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path().join("a.jsonl");
+        append_jsonl(&p, &[serde_json::json!({"a": 1})]).unwrap();
+        std::fs::OpenOptions::new()
+            .append(true)
+            .open(&p)
+            .unwrap()
+            .write_all(b"garbage\n")
+            .unwrap();
+        append_jsonl(&p, &[serde_json::json!({"b": 2})]).unwrap();
+        let lines = read_jsonl(&p).unwrap();
+        assert_eq!(lines.len(), 3);
+        assert_eq!(lines[1], JsonLine::Unparsed("garbage".into()));
+    }
+}

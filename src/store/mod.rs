@@ -1,0 +1,44 @@
+//! The broker root on disk: where it is ([`root`]), how it is locked ([`lock`]) and how its
+//! JSON files are read and replaced ([`file`]).
+//!
+//! Every mutable JSON file `X` is changed only through [`update_array`]: take the OFD lock on
+//! `X.lock`, read `X`, let the caller change the records, write `X.tmp.<pid>`, fsync, rename
+//! over `X`. Readers that do not need to write ([`file::read_array`]) take no lock: renames are
+//! atomic, so they always see a whole file.
+
+pub mod file;
+pub mod lock;
+pub mod root;
+
+use std::path::Path;
+
+use serde_json::Value;
+
+use crate::error::Result;
+
+pub use file::{append_jsonl, read_array, write_array_atomic};
+pub use lock::LockGuard;
+pub use root::BrokerRoot;
+
+/// Read-modify-write of the JSON-array file `path` under its sidecar lock.
+///
+/// `f` receives the current records (an absent file reads as `[]`) and returns a value and
+/// whether it changed the records; the file is rewritten only when it did. An unparseable
+/// file is [`crate::Error::StoreCorrupt`] and is never passed to `f` as empty.
+///
+/// # Errors
+/// Lock timeouts, I/O errors, corrupt files, and any error `f` returns (the file is then left
+/// untouched).
+pub fn update_array<T>(
+    path: &Path,
+    lock_timeout: std::time::Duration,
+    f: impl FnOnce(&mut Vec<Value>) -> Result<(T, bool)>,
+) -> Result<T> {
+    let _guard = LockGuard::acquire(&lock::sidecar_path(path), lock_timeout)?;
+    let mut records = read_array(path)?;
+    let (out, changed) = f(&mut records)?;
+    if changed {
+        write_array_atomic(path, &records)?;
+    }
+    Ok(out)
+}
