@@ -9,5 +9,326 @@
  */
 export declare const __napiBindingTarget: 'native' | 'wasm32-wasi' | 'wasm32-wasip1'
 
+/**
+ * One session's identity-bound handle on a broker root. Open it with `Broker.open`.
+ * No method takes a session id or alias to act as someone else.
+ */
+export declare class Broker {
+  /**
+   * Register `(sessionId, alias)` in the broker root (or attach to an existing
+   * registration) and return the handle bound to it.
+   *
+   * Errors (`err.code`): `E_INVALID_ID`, `E_INVALID_OPTION`, `E_ROOT_INSECURE`,
+   * `E_ALIAS_TAKEN` (message names a free alternative), `E_ALIAS_PENDING`,
+   * `E_NOT_REGISTERED` (attach), `E_STORE_CORRUPT`, `E_LOCK_TIMEOUT`, `E_IO`.
+   */
+  static open(options: OpenOptions): Broker
+  /** This handle's session id. */
+  get sessionId(): string
+  /** This handle's alias (original case). */
+  get alias(): string
+  /** The canonical broker root directory. */
+  get root(): string
+  /**
+   * Where the root came from: `option`, `C2C_MCP_BROKER_ROOT`, `C2C_STATE_HOME`,
+   * `XDG_STATE_HOME` or `HOME`.
+   */
+  get rootSource(): string
+  /** The canonical project directory recorded at registration. */
+  get directory(): string | null
+  /** The message size limit in bytes. */
+  get maxMessageBytes(): number
+  /**
+   * Every registration of the root, with liveness (this handle's own has `isSelf`).
+   * Errors: `E_CLOSED`, `E_STORE_CORRUPT`, `E_IO`.
+   */
+  listPeers(): Array<PeerInfo>
+  /**
+   * Queue `content` for the live session registered as `toAlias` (case-insensitive).
+   * Returns `{ messageId, toAlias, toSessionId, ts, status: "queued" }`.
+   *
+   * Errors: `E_EMPTY`, `E_TOO_LARGE` (never truncated), `E_SEND_TO_SELF`,
+   * `E_UNKNOWN_RECIPIENT`, `E_RECIPIENT_DEAD`, `E_NOT_REGISTERED`, `E_CLOSED`, store codes.
+   */
+  send(toAlias: string, content: string, options?: SendOptions | undefined | null): SendReceipt
+  /**
+   * Queue `content` for every other live registration; dead ones are listed in `skipped`.
+   * Errors: as `send`, less the recipient codes.
+   */
+  sendAll(content: string, options?: SendOptions | undefined | null): BroadcastReport
+  /**
+   * This session's inbox, oldest first, without consuming it.
+   * Errors: `E_CLOSED`, `E_STORE_CORRUPT` (the file is copied aside, never emptied), `E_IO`.
+   */
+  peek(): Array<InboxMessage>
+  /**
+   * Move exactly these messages from the inbox to `archive/<sessionId>.jsonl`.
+   * Returns `{ acked, missing }`. Errors: `E_CLOSED`, store codes.
+   */
+  ack(messageIds: Array<string>): AckReport
+  /**
+   * c2c's drain: take (and archive) every message of the inbox.
+   * Errors: `E_CLOSED`, store codes.
+   */
+  drain(): Array<InboxMessage>
+  /**
+   * Remove dead registrations and move undelivered mail of dead sessions to
+   * `dead-letter.jsonl` (never dropped). Errors: `E_CLOSED`, store codes.
+   */
+  sweep(): SweepResult
+  /** Join a room (created if needed). Errors: `E_INVALID_ID`, `E_CLOSED`, store codes. */
+  joinRoom(roomId: string): void
+  /**
+   * Leave a room; returns whether this session was a member.
+   * Errors: `E_INVALID_ID`, `E_UNKNOWN_ROOM`, `E_CLOSED`, store codes.
+   */
+  leaveRoom(roomId: string): boolean
+  /**
+   * Post to a room: appended to its history and queued for each live member.
+   * Errors: `E_NOT_MEMBER`, `E_UNKNOWN_ROOM`, `E_EMPTY`, `E_TOO_LARGE`, `E_INVALID_ID`,
+   * `E_CLOSED`, store codes.
+   */
+  sendRoom(roomId: string, content: string, options?: SendOptions | undefined | null): BroadcastReport
+  /**
+   * The last `limit` (default 50) messages of a room, oldest first.
+   * Errors: `E_INVALID_ID`, `E_UNKNOWN_ROOM`, `E_CLOSED`, store codes.
+   */
+  roomHistory(roomId: string, limit?: number | undefined | null): Array<RoomHistoryEntry>
+  /** Every room with its members. Errors: `E_CLOSED`, store codes. */
+  listRooms(): Array<Room>
+  /**
+   * Call `callback({ sessionId })` whenever this session's inbox file changes (inotify,
+   * including atomic renames; no polling). The callback runs on the JS thread; it never
+   * keeps the process alive, and an exception it throws is swallowed, never fatal.
+   * Replaces an earlier watch. Errors: `E_CLOSED`, `E_IO`.
+   */
+  watch(callback: (change: InboxChange) => void): void
+  /** Stop the watch, if any. Idempotent. */
+  unwatch(): void
+  /**
+   * Stop the watcher and unregister (an attached handle stays registered). Idempotent;
+   * later calls fail with `E_CLOSED`. Errors: store codes while unregistering.
+   */
+  close(): void
+}
+export type JsBroker = Broker
+
+/** Result of `ack`. */
+export interface AckReport {
+  /** Ids moved to the archive by this call. */
+  acked: Array<string>
+  /** Ids that were not in the inbox (already acknowledged, or never there). */
+  missing: Array<string>
+}
+
+/** Result of `sendAll` / `sendRoom`. */
+export interface BroadcastReport {
+  /** One receipt per recipient reached. */
+  sent: Array<SendReceipt>
+  /** Recipients not reached. */
+  skipped: Array<SkippedRecipient>
+}
+
+/**
+ * Open (creating if needed) and check a root; returns its canonical path.
+ * Errors: `E_ROOT_INSECURE`, `E_IO`.
+ */
+export declare function checkRoot(root: string): string
+
+/** Passed to a `watch` callback. */
+export interface InboxChange {
+  /** The watched session. */
+  sessionId: string
+}
+
+/** A message of one's own inbox. `content` and `fromAlias` are untrusted peer data. */
+export interface InboxMessage {
+  /** uuid of the message; the dedup key. */
+  messageId: string
+  /** Sender alias. */
+  fromAlias: string
+  /** Recipient alias as stored (`"<alias>#<room>"` for rooms). */
+  toAlias: string
+  /** The text. */
+  content: string
+  /** Epoch seconds (float) of the enqueue. */
+  ts: number
+  /** Sender session id, when the sender recorded it (c2c-bridge does; c2c does not). */
+  fromSessionId?: string
+  /** Hop list (session ids, oldest first; the sender last). */
+  via: Array<string>
+  /** The room, for a room message. */
+  roomId?: string
+}
+
+/**
+ * Every registration of `root` with liveness (`isSelf` is always false here).
+ * Errors: `E_ROOT_INSECURE`, `E_STORE_CORRUPT`, `E_IO`.
+ */
+export declare function listRegistrations(root: string): Array<PeerInfo>
+
 /** The version of the native core (the crate version, e.g. `"0.1.0"`). */
 export declare function nativeVersion(): string
+
+/** Does nothing; the floor of an FFI call, for benchmarks. */
+export declare function noop(): void
+
+/** Options of `Broker.open`. */
+export interface OpenOptions {
+  /**
+   * The session id to bind (OpenCode's `ses_…`): 1–128 chars of `[A-Za-z0-9._-]`, no
+   * leading dot, no `..`.
+   */
+  sessionId: string
+  /**
+   * The alias to register (1–64 chars of `[A-Za-z0-9._-]`, no leading dot, not `c2c` /
+   * `c2c-system`). Required unless `attach` is true.
+   */
+  alias?: string
+  /**
+   * Broker root directory. Default: `C2C_MCP_BROKER_ROOT`, else
+   * `$XDG_STATE_HOME/c2c/repos/<fp>/broker`, else `~/.c2c/repos/<fp>/broker` (c2c's rule).
+   */
+  root?: string
+  /**
+   * Project directory (for the repository fingerprint and the `auto` inbound policy).
+   * Default: the current directory.
+   */
+  directory?: string
+  /** Pid to register. Default: this process. */
+  pid?: number
+  /** Recorded as `plugin_version`. */
+  pluginVersion?: string
+  /** Recorded as `client_type`. Default `"opencode"`. */
+  clientType?: string
+  /**
+   * Bind to the session's existing registration instead of registering (CLI use with
+   * `C2C_MCP_SESSION_ID`); `close()` then leaves the registration alone. Default false.
+   */
+  attach?: boolean
+  /** Maximum message size in bytes of UTF-8. Default 16384. */
+  maxMessageBytes?: number
+  /** How long to wait for a file lock, in milliseconds. Default 5000. */
+  lockTimeoutMs?: number
+}
+
+/** A registration as listed by `listPeers`. */
+export interface PeerInfo {
+  /** Alias (original case). Peer-controlled: frame it before showing it to a model. */
+  alias: string
+  /** Session id. */
+  sessionId: string
+  /** c2c's liveness rule: pid present with the recorded start time (no pid = alive). */
+  alive: boolean
+  /** Registered pid. */
+  pid?: number
+  /** Epoch seconds (float). */
+  registeredAt: number
+  /** Recorded plugin version. */
+  pluginVersion?: string
+  /** Recorded client type. */
+  clientType?: string
+  /** Recorded project directory. */
+  directory?: string
+  /** True for the handle's own registration. */
+  isSelf: boolean
+}
+
+/**
+ * Whether an exclusive lock on `<root>/<file>.lock` can be taken within `timeoutMs`
+ * (default 200): `doctor`'s lock-health probe. The lock is released at once.
+ * Errors: `E_ROOT_INSECURE`, `E_IO`.
+ */
+export declare function probeLock(root: string, file: string, timeoutMs?: number | undefined | null): boolean
+
+/**
+ * The last `limit` (default 50) lines of `broker.log` as JSON strings (one object each:
+ * `{ts, event, ...}`), oldest first. Errors: `E_ROOT_INSECURE`, `E_IO`.
+ */
+export declare function readLog(root: string, limit?: number | undefined | null): Array<string>
+
+/** A registration removed by `sweep`. */
+export interface RemovedRegistration {
+  /** Alias. */
+  alias: string
+  /** Session id. */
+  sessionId: string
+}
+
+/**
+ * Resolve the broker root as c2c does, without creating it. `root` overrides; `directory`
+ * (default: the current directory) gives the repository fingerprint.
+ * Errors: `E_INVALID_OPTION` when nothing names a location.
+ */
+export declare function resolveRoot(root?: string | undefined | null, directory?: string | undefined | null): RootLocation
+
+/** A room as listed by `listRooms`. */
+export interface Room {
+  /** Room id. */
+  roomId: string
+  /** Member aliases. */
+  members: Array<string>
+  /** Whether this session is a member. */
+  joined: boolean
+}
+
+/** One line of a room's history. `fromAlias` and `content` are untrusted. */
+export interface RoomHistoryEntry {
+  /** Sender alias. */
+  fromAlias: string
+  /** Text. */
+  content: string
+  /** Epoch seconds (float). */
+  ts: number
+  /** Message id. */
+  messageId: string
+}
+
+/** Where a broker root is and where that came from. */
+export interface RootLocation {
+  /** The root directory (canonical when it exists). */
+  path: string
+  /** `option`, `C2C_MCP_BROKER_ROOT`, `C2C_STATE_HOME`, `XDG_STATE_HOME` or `HOME`. */
+  source: string
+  /** Whether the directory exists. */
+  exists: boolean
+}
+
+/** Options of `send`, `sendAll` and `sendRoom`. */
+export interface SendOptions {
+  /**
+   * Hop list inherited from the message that triggered the sending turn (session ids,
+   * oldest first); the broker appends the sender. Default `[]`.
+   */
+  via?: Array<string>
+}
+
+/** What a send returns: the message is durably queued in the recipient's inbox. */
+export interface SendReceipt {
+  /** uuid v4 of the new message. */
+  messageId: string
+  /** Recipient alias as stored (`"<alias>#<room>"` for rooms). */
+  toAlias: string
+  /** Recipient session id. */
+  toSessionId: string
+  /** Epoch seconds (float) of the enqueue. */
+  ts: number
+  /** `"queued"`. */
+  status: string
+}
+
+/** A recipient a broadcast or room send skipped. */
+export interface SkippedRecipient {
+  /** Alias. */
+  alias: string
+  /** Why (`"not alive"`). */
+  reason: string
+}
+
+/** Result of `sweep`. */
+export interface SweepResult {
+  /** Dead registrations removed. */
+  removed: Array<RemovedRegistration>
+  /** Messages moved to `dead-letter.jsonl` (none is dropped). */
+  deadLettered: number
+}

@@ -835,4 +835,12 @@ function __napiStampBindingTarget(exportsObject, target) {
 // linked import resolves to `undefined`.
 module.exports.__napiBindingTarget = __napiStampBindingTarget(nativeBinding, __napiLoadedBindingTarget)
 module.exports = nativeBinding
+module.exports.Broker = nativeBinding.Broker
+module.exports.JsBroker = nativeBinding.JsBroker
+module.exports.checkRoot = nativeBinding.checkRoot
+module.exports.listRegistrations = nativeBinding.listRegistrations
 module.exports.nativeVersion = nativeBinding.nativeVersion
+module.exports.noop = nativeBinding.noop
+module.exports.probeLock = nativeBinding.probeLock
+module.exports.readLog = nativeBinding.readLog
+module.exports.resolveRoot = nativeBinding.resolveRoot

@@ -162,7 +162,9 @@ pub enum Error {
         session_id: String,
     },
     /// Nobody has that alias.
-    #[error("unknown recipient {alias:?}: no session with that alias is registered (see listPeers)")]
+    #[error(
+        "unknown recipient {alias:?}: no session with that alias is registered (see listPeers)"
+    )]
     UnknownRecipient {
         /// The alias asked for.
         alias: String,

@@ -86,7 +86,10 @@ pub fn validate_room_id(id: &str) -> Result<()> {
 /// # Errors
 /// [`Error::InvalidId`].
 pub fn validate_perm_id(id: &str) -> Result<()> {
-    if id.is_empty() || id.len() > 128 || !charset_ok(id, &['_', '.', ':', '-']) || id.starts_with('.')
+    if id.is_empty()
+        || id.len() > 128
+        || !charset_ok(id, &['_', '.', ':', '-'])
+        || id.starts_with('.')
     {
         return Err(Error::InvalidId {
             kind: "perm id",
@@ -111,7 +114,17 @@ mod tests {
         for ok in ["a", "A.b_c-9", &"x".repeat(64), "C2C-bot"] {
             validate_alias(ok).unwrap();
         }
-        for bad in ["", ".hidden", "a b", "a/b", "é", &"x".repeat(65), "c2c", "C2C-System", "a\n"] {
+        for bad in [
+            "",
+            ".hidden",
+            "a b",
+            "a/b",
+            "é",
+            &"x".repeat(65),
+            "c2c",
+            "C2C-System",
+            "a\n",
+        ] {
             assert_eq!(
                 validate_alias(bad).unwrap_err().code(),
                 crate::ErrorCode::InvalidId,
@@ -125,7 +138,16 @@ mod tests {
         for ok in ["ses_3fA9", "0b6d-uuid-like", "a.b"] {
             validate_session_id(ok).unwrap();
         }
-        for bad in ["", "..", "../x", "a/b", ".x", "a..b", "a\0b", &"s".repeat(129)] {
+        for bad in [
+            "",
+            "..",
+            "../x",
+            "a/b",
+            ".x",
+            "a..b",
+            "a\0b",
+            &"s".repeat(129),
+        ] {
             assert!(validate_session_id(bad).is_err(), "{bad:?}");
         }
     }

@@ -42,7 +42,8 @@ mod tests {
 
     #[test]
     fn parses_field_22_even_with_parens_in_comm() {
-        let line = "1234 (we ird) name)) S 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 987654 19 20";
+        let line =
+            "1234 (we ird) name)) S 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 987654 19 20";
         assert_eq!(parse_start_time(line), Some(987654));
         assert_eq!(parse_start_time("garbage"), None);
     }

@@ -27,7 +27,8 @@ pub fn check_alias_reuse(
     let now = crate::time::now_secs();
     for slot in store::read_array(&path)? {
         let field = |k: &str| slot.get(k).and_then(Value::as_str);
-        let (Some(req_alias), Some(req_sid)) = (field("requester_alias"), field("requester_session_id"))
+        let (Some(req_alias), Some(req_sid)) =
+            (field("requester_alias"), field("requester_session_id"))
         else {
             continue;
         };
@@ -38,9 +39,7 @@ pub fn check_alias_reuse(
         if expired || !alias_eq(req_alias, alias) || req_sid == session_id {
             continue;
         }
-        let owner_alive = regs
-            .iter()
-            .any(|r| r.session_id == req_sid && r.is_alive());
+        let owner_alive = regs.iter().any(|r| r.session_id == req_sid && r.is_alive());
         if owner_alive {
             return Err(Error::AliasPending {
                 alias: alias.to_string(),

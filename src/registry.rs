@@ -59,7 +59,10 @@ impl Registration {
 
 /// All registrations of a raw registry array that have the registration shape.
 pub fn parse_all(records: &[Value]) -> Vec<Registration> {
-    records.iter().filter_map(Registration::from_value).collect()
+    records
+        .iter()
+        .filter_map(Registration::from_value)
+        .collect()
 }
 
 /// The first free alternative to `alias` among `taken` (`alias-2`, `alias-3`, …), kept within

@@ -78,11 +78,13 @@ mod tests {
         crate::store::write_array_atomic(&d.path().join("other.inbox.json"), &[]).unwrap();
         assert!(rx.recv_timeout(Duration::from_millis(200)).is_err());
         crate::store::write_array_atomic(&d.path().join("s1.inbox.json"), &[]).unwrap();
-        rx.recv_timeout(Duration::from_secs(2)).expect("rename seen");
+        rx.recv_timeout(Duration::from_secs(2))
+            .expect("rename seen");
         // a second replace is seen too (the watch is on the directory)
         while rx.try_recv().is_ok() {}
         crate::store::write_array_atomic(&d.path().join("s1.inbox.json"), &[serde_json::json!(1)])
             .unwrap();
-        rx.recv_timeout(Duration::from_secs(2)).expect("second rename seen");
+        rx.recv_timeout(Duration::from_secs(2))
+            .expect("second rename seen");
     }
 }

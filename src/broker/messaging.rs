@@ -115,10 +115,14 @@ impl Broker {
     /// Append `msg` to `session_id`'s inbox under its lock; the receipt says `queued`.
     fn enqueue(&self, to_session_id: &str, msg: Message, event: &str) -> Result<Receipt> {
         let value = msg.to_value();
-        store::update_array(&self.root().inbox(to_session_id), self.lock_timeout(), |records| {
-            records.push(value);
-            Ok(((), true))
-        })?;
+        store::update_array(
+            &self.root().inbox(to_session_id),
+            self.lock_timeout(),
+            |records| {
+                records.push(value);
+                Ok(((), true))
+            },
+        )?;
         self.audit().event(
             event,
             fields! {
@@ -153,8 +157,10 @@ impl Broker {
         }
         let regs = parse_all(&store::read_array(&self.root().registry())?);
         self.own_registration(&regs)?;
-        let matching: Vec<&Registration> =
-            regs.iter().filter(|r| alias_eq(&r.alias, to_alias)).collect();
+        let matching: Vec<&Registration> = regs
+            .iter()
+            .filter(|r| alias_eq(&r.alias, to_alias))
+            .collect();
         if matching.is_empty() {
             return Err(Error::UnknownRecipient {
                 alias: to_alias.to_string(),
@@ -190,7 +196,8 @@ impl Broker {
                 continue;
             }
             let msg = self.new_message(r.alias.clone(), content, &opts.via);
-            out.sent.push(self.enqueue(&r.session_id, msg, "broadcast_enqueue")?);
+            out.sent
+                .push(self.enqueue(&r.session_id, msg, "broadcast_enqueue")?);
         }
         Ok(out)
     }
@@ -231,21 +238,24 @@ impl Broker {
     pub fn ack(&self, message_ids: &[String]) -> Result<AckResult> {
         self.check_open()?;
         let wanted: HashSet<&str> = message_ids.iter().map(String::as_str).collect();
-        self.take_from_inbox(|v| raw_message_id(v).is_some_and(|id| wanted.contains(id)), "ack")
-            .map(|taken| {
-                let acked: Vec<String> = taken
-                    .iter()
-                    .filter_map(|v| raw_message_id(v).map(str::to_string))
-                    .collect();
-                let got: HashSet<&str> = acked.iter().map(String::as_str).collect();
-                let mut seen = HashSet::new();
-                let missing = message_ids
-                    .iter()
-                    .filter(|id| !got.contains(id.as_str()) && seen.insert(id.as_str()))
-                    .cloned()
-                    .collect();
-                AckResult { acked, missing }
-            })
+        self.take_from_inbox(
+            |v| raw_message_id(v).is_some_and(|id| wanted.contains(id)),
+            "ack",
+        )
+        .map(|taken| {
+            let acked: Vec<String> = taken
+                .iter()
+                .filter_map(|v| raw_message_id(v).map(str::to_string))
+                .collect();
+            let got: HashSet<&str> = acked.iter().map(String::as_str).collect();
+            let mut seen = HashSet::new();
+            let missing = message_ids
+                .iter()
+                .filter(|id| !got.contains(id.as_str()) && seen.insert(id.as_str()))
+                .cloned()
+                .collect();
+            AckResult { acked, missing }
+        })
     }
 
     /// c2c's drain: take every message from the inbox (archived as by [`Broker::ack`]).
@@ -278,7 +288,10 @@ impl Broker {
                         let mut v = v.clone();
                         if let Value::Object(m) = &mut v {
                             m.insert("drained_at".into(), Value::from(now));
-                            m.insert("drained_by".into(), Value::from(format!("c2c-bridge:{how}")));
+                            m.insert(
+                                "drained_by".into(),
+                                Value::from(format!("c2c-bridge:{how}")),
+                            );
                             m.insert("session_id".into(), Value::from(sid.clone()));
                         }
                         v
@@ -328,8 +341,8 @@ impl Broker {
             .into_iter()
             .map(|r| r.session_id)
             .collect();
-        let entries = std::fs::read_dir(self.root().path())
-            .map_err(|e| Error::io(self.root().path(), e))?;
+        let entries =
+            std::fs::read_dir(self.root().path()).map_err(|e| Error::io(self.root().path(), e))?;
         for entry in entries.flatten() {
             let name = entry.file_name().to_string_lossy().into_owned();
             let Some(sid) = name.strip_suffix(".inbox.json") else {
@@ -419,8 +432,9 @@ pub(super) fn rescue_dead_letters(
     let mut bytes = Vec::new();
     for line in rest {
         match line {
-            JsonLine::Value(v) => serde_json::to_writer(&mut bytes, &v)
-                .map_err(|e| Error::io(&dl, e.into()))?,
+            JsonLine::Value(v) => {
+                serde_json::to_writer(&mut bytes, &v).map_err(|e| Error::io(&dl, e.into()))?
+            }
             JsonLine::Unparsed(s) => bytes.extend_from_slice(s.as_bytes()),
         }
         bytes.push(b'\n');

@@ -157,7 +157,11 @@ impl Broker {
                 pid_start_time: crate::liveness::pid_start_time(pid),
                 registered_at: crate::time::now_secs(),
                 plugin_version: opts.plugin_version.clone(),
-                client_type: Some(opts.client_type.clone().unwrap_or_else(|| "opencode".into())),
+                client_type: Some(
+                    opts.client_type
+                        .clone()
+                        .unwrap_or_else(|| "opencode".into()),
+                ),
                 directory: directory.clone(),
                 extra: Default::default(),
             };
@@ -338,10 +342,9 @@ impl Drop for Broker {
 pub fn register(root: &BrokerRoot, reg: Registration, lock_timeout: Duration) -> Result<()> {
     store::update_array(&root.registry(), lock_timeout, |records| {
         let regs = parse_all(records);
-        if let Some(holder) = regs
-            .iter()
-            .find(|r| alias_eq(&r.alias, &reg.alias) && r.session_id != reg.session_id && r.is_alive())
-        {
+        if let Some(holder) = regs.iter().find(|r| {
+            alias_eq(&r.alias, &reg.alias) && r.session_id != reg.session_id && r.is_alive()
+        }) {
             return Err(Error::AliasTaken {
                 alias: reg.alias.clone(),
                 owner_session_id: holder.session_id.clone(),

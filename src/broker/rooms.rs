@@ -74,8 +74,10 @@ impl Broker {
             }));
             Ok(((), true))
         })?;
-        self.audit()
-            .event("room_join", fields! {"room_id" => room_id, "alias" => self.alias()});
+        self.audit().event(
+            "room_join",
+            fields! {"room_id" => room_id, "alias" => self.alias()},
+        );
         Ok(())
     }
 
@@ -123,9 +125,9 @@ impl Broker {
             });
         }
         let members = store::read_array(&path)?;
-        let is_member = members.iter().any(|m| {
-            m.get("session_id").and_then(Value::as_str) == Some(self.session_id())
-        });
+        let is_member = members
+            .iter()
+            .any(|m| m.get("session_id").and_then(Value::as_str) == Some(self.session_id()));
         if !is_member {
             return Err(Error::NotMember {
                 room_id: room_id.into(),

@@ -1,10 +1,23 @@
-//! The Node-API surface: the only module that uses napi. Each export converts its
-//! arguments, calls one core function and converts the result. No policy, no file access.
+//! The Node-API surface: the only module that uses napi.
+//!
+//! Each export converts its arguments, calls one core function and converts the result: no
+//! policy and no file access of its own. Every export is marked `catch_unwind`, so a panic
+//! becomes a JS exception instead of crossing the FFI boundary; core errors become JS
+//! `Error`s with a stable `code` in [`error`].
+
+pub mod admin;
+pub mod broker;
+pub mod error;
+pub mod types;
 
 use napi_derive::napi;
 
 /// The version of the native core (the crate version, e.g. `"0.1.0"`).
-#[napi]
+#[napi(catch_unwind)]
 pub fn native_version() -> String {
     env!("CARGO_PKG_VERSION").to_string()
 }
+
+/// Does nothing; the floor of an FFI call, for benchmarks.
+#[napi(catch_unwind)]
+pub fn noop() {}

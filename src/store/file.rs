@@ -277,7 +277,9 @@ mod tests {
             let err = read_array(&p).unwrap_err();
             assert_eq!(err.code(), crate::ErrorCode::StoreCorrupt, "case {i}");
             match err {
-                Error::StoreCorrupt { copy: Some(copy), .. } => {
+                Error::StoreCorrupt {
+                    copy: Some(copy), ..
+                } => {
                     assert_eq!(std::fs::read(&copy).unwrap(), *bytes);
                 }
                 other => panic!("case {i}: {other:?}"),

@@ -91,7 +91,10 @@ impl LockGuard {
 /// One non-blocking attempt at an exclusive whole-file OFD lock.
 ///
 /// Why not `F_OFD_SETLKW`: it blocks without a bound, and a hung peer would hang OpenCode.
-#[expect(unsafe_code, reason = "zero-initialising libc::flock; nix has no safe OFD constructor")]
+#[expect(
+    unsafe_code,
+    reason = "zero-initialising libc::flock; nix has no safe OFD constructor"
+)]
 fn set_ofd_lock(file: &File) -> nix::Result<()> {
     use std::os::fd::AsRawFd;
     // SAFETY: flock is a plain C struct; all-zero is a valid value for every field.

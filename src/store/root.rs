@@ -329,9 +329,15 @@ mod tests {
             return;
         }
         let top = std::fs::canonicalize(dir.path()).unwrap();
-        let by_path = hex::encode(Sha256::digest(top.to_str().unwrap().as_bytes()))[..12].to_string();
+        let by_path =
+            hex::encode(Sha256::digest(top.to_str().unwrap().as_bytes()))[..12].to_string();
         assert_eq!(repo_fingerprint(dir.path()), by_path);
-        assert!(run(&["remote", "add", "origin", "https://example.invalid/r.git"]));
+        assert!(run(&[
+            "remote",
+            "add",
+            "origin",
+            "https://example.invalid/r.git"
+        ]));
         let by_url =
             hex::encode(Sha256::digest(b"https://example.invalid/r.git"))[..12].to_string();
         assert_eq!(repo_fingerprint(dir.path()), by_url);
@@ -349,7 +355,9 @@ mod tests {
         assert_eq!(err.code(), crate::ErrorCode::RootInsecure);
         std::fs::set_permissions(&root, std::fs::Permissions::from_mode(0o707)).unwrap();
         assert_eq!(
-            BrokerRoot::open(&root, RootSource::Explicit).unwrap_err().code(),
+            BrokerRoot::open(&root, RootSource::Explicit)
+                .unwrap_err()
+                .code(),
             crate::ErrorCode::RootInsecure
         );
     }

@@ -1,0 +1,131 @@
+//! Read-only, identity-free functions for the CLI: where the root is, what is registered,
+//! the audit log. None of them writes to the root.
+
+use std::path::PathBuf;
+
+use napi_derive::napi;
+
+use super::error::{to_js, JsCode};
+use super::types::PeerInfo;
+use crate::store::root::{resolve_path, RootEnv};
+use crate::store::BrokerRoot;
+use napi::Result;
+
+/// Where a broker root is and where that came from.
+#[napi(object)]
+#[derive(Debug, Clone)]
+pub struct RootLocation {
+    /// The root directory (canonical when it exists).
+    pub path: String,
+    /// `option`, `C2C_MCP_BROKER_ROOT`, `C2C_STATE_HOME`, `XDG_STATE_HOME` or `HOME`.
+    pub source: String,
+    /// Whether the directory exists.
+    pub exists: bool,
+}
+
+/// Resolve the broker root as c2c does, without creating it. `root` overrides; `directory`
+/// (default: the current directory) gives the repository fingerprint.
+/// Errors: `E_INVALID_OPTION` when nothing names a location.
+#[napi(catch_unwind)]
+pub fn resolve_root(
+    root: Option<String>,
+    directory: Option<String>,
+) -> Result<RootLocation, JsCode> {
+    let dir = directory
+        .map(PathBuf::from)
+        .or_else(|| std::env::current_dir().ok())
+        .unwrap_or_else(|| PathBuf::from("."));
+    let (path, source) = resolve_path(
+        root.as_deref().map(std::path::Path::new),
+        &RootEnv::from_process(),
+        &dir,
+    )
+    .map_err(to_js)?;
+    let exists = path.is_dir();
+    let path = std::fs::canonicalize(&path).unwrap_or(path);
+    Ok(RootLocation {
+        path: path.to_string_lossy().into_owned(),
+        source: source.as_str().to_string(),
+        exists,
+    })
+}
+
+/// Open (creating if needed) and check a root; returns its canonical path.
+/// Errors: `E_ROOT_INSECURE`, `E_IO`.
+#[napi(catch_unwind)]
+pub fn check_root(root: String) -> Result<String, JsCode> {
+    let r = BrokerRoot::open(
+        std::path::Path::new(&root),
+        crate::store::root::RootSource::Explicit,
+    )
+    .map_err(to_js)?;
+    Ok(r.path().to_string_lossy().into_owned())
+}
+
+/// Every registration of `root` with liveness (`isSelf` is always false here).
+/// Errors: `E_ROOT_INSECURE`, `E_STORE_CORRUPT`, `E_IO`.
+#[napi(catch_unwind)]
+pub fn list_registrations(root: String) -> Result<Vec<PeerInfo>, JsCode> {
+    let r = BrokerRoot::open(
+        std::path::Path::new(&root),
+        crate::store::root::RootSource::Explicit,
+    )
+    .map_err(to_js)?;
+    let regs = crate::registry::parse_all(&crate::store::read_array(&r.registry()).map_err(to_js)?);
+    Ok(regs
+        .into_iter()
+        .map(|reg| PeerInfo {
+            alive: reg.is_alive(),
+            alias: reg.alias,
+            session_id: reg.session_id,
+            pid: reg.pid,
+            registered_at: reg.registered_at,
+            plugin_version: reg.plugin_version,
+            client_type: reg.client_type,
+            directory: reg.directory,
+            is_self: false,
+        })
+        .collect())
+}
+
+/// The last `limit` (default 50) lines of `broker.log` as JSON strings (one object each:
+/// `{ts, event, ...}`), oldest first. Errors: `E_ROOT_INSECURE`, `E_IO`.
+#[napi(catch_unwind)]
+pub fn read_log(root: String, limit: Option<u32>) -> Result<Vec<String>, JsCode> {
+    let r = BrokerRoot::open(
+        std::path::Path::new(&root),
+        crate::store::root::RootSource::Explicit,
+    )
+    .map_err(to_js)?;
+    Ok(crate::log::AuditLog::new(r.log())
+        .tail(limit.unwrap_or(50) as usize)
+        .into_iter()
+        .map(|v| v.to_string())
+        .collect())
+}
+
+/// Whether an exclusive lock on `<root>/<file>.lock` can be taken within `timeoutMs`
+/// (default 200): `doctor`'s lock-health probe. The lock is released at once.
+/// Errors: `E_ROOT_INSECURE`, `E_IO`.
+#[napi(catch_unwind)]
+pub fn probe_lock(root: String, file: String, timeout_ms: Option<u32>) -> Result<bool, JsCode> {
+    let r = BrokerRoot::open(
+        std::path::Path::new(&root),
+        crate::store::root::RootSource::Explicit,
+    )
+    .map_err(to_js)?;
+    if file.contains('/') || file.starts_with('.') {
+        return Err(super::error::invalid_arg(format!(
+            "invalid file name {file:?}"
+        )));
+    }
+    let path = crate::store::lock::sidecar_path(&r.path().join(file));
+    match crate::store::LockGuard::acquire(
+        &path,
+        std::time::Duration::from_millis(timeout_ms.unwrap_or(200) as u64),
+    ) {
+        Ok(_g) => Ok(true),
+        Err(crate::Error::LockTimeout { .. }) => Ok(false),
+        Err(e) => Err(to_js(e)),
+    }
+}

@@ -1,0 +1,287 @@
+//! The `Broker` class: a thin wrapper over [`crate::broker::Broker`].
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use napi::bindgen_prelude::Unknown;
+use napi::threadsafe_function::{ThreadsafeFunction, ThreadsafeFunctionCallMode};
+use napi::Status;
+use napi_derive::napi;
+
+use super::error::{to_js, JsCode};
+use super::types::{
+    AckReport, BroadcastReport, InboxChange, InboxMessage, OpenOptions, PeerInfo, Room,
+    RoomHistoryEntry, SendOptions, SendReceipt, SweepResult,
+};
+use crate::broker as core;
+use napi::Result;
+
+/// The JS callback type of `watch`: `(change: InboxChange) => void`, unref'd (weak) so it never
+/// keeps the process alive, and not callee-handled (no error-first argument).
+type WatchCallback =
+    ThreadsafeFunction<InboxChange, Unknown<'static>, InboxChange, Status, false, true>;
+
+/// One session's identity-bound handle on a broker root. Open it with `Broker.open`.
+/// No method takes a session id or alias to act as someone else.
+#[napi(js_name = "Broker")]
+pub struct JsBroker {
+    inner: Arc<core::Broker>,
+}
+
+fn send_options(o: Option<SendOptions>) -> core::SendOptions {
+    core::SendOptions {
+        via: o.and_then(|o| o.via).unwrap_or_default(),
+    }
+}
+
+#[napi]
+impl JsBroker {
+    /// Register `(sessionId, alias)` in the broker root (or attach to an existing
+    /// registration) and return the handle bound to it.
+    ///
+    /// Errors (`err.code`): `E_INVALID_ID`, `E_INVALID_OPTION`, `E_ROOT_INSECURE`,
+    /// `E_ALIAS_TAKEN` (message names a free alternative), `E_ALIAS_PENDING`,
+    /// `E_NOT_REGISTERED` (attach), `E_STORE_CORRUPT`, `E_LOCK_TIMEOUT`, `E_IO`.
+    #[napi(factory, catch_unwind)]
+    pub fn open(options: OpenOptions) -> Result<JsBroker, JsCode> {
+        let opts = core::OpenOptions {
+            session_id: options.session_id,
+            alias: options.alias,
+            root: options.root.map(PathBuf::from),
+            directory: options.directory.map(PathBuf::from),
+            pid: options.pid,
+            plugin_version: options.plugin_version,
+            client_type: options.client_type,
+            attach: options.attach.unwrap_or(false),
+            max_message_bytes: options.max_message_bytes.map(|n| n as usize),
+            lock_timeout: options
+                .lock_timeout_ms
+                .map(|ms| Duration::from_millis(ms as u64)),
+            env: None,
+        };
+        let inner = core::Broker::open(opts).map_err(to_js)?;
+        Ok(JsBroker {
+            inner: Arc::new(inner),
+        })
+    }
+
+    /// This handle's session id.
+    #[napi(getter, catch_unwind)]
+    pub fn session_id(&self) -> String {
+        self.inner.session_id().to_string()
+    }
+
+    /// This handle's alias (original case).
+    #[napi(getter, catch_unwind)]
+    pub fn alias(&self) -> String {
+        self.inner.alias().to_string()
+    }
+
+    /// The canonical broker root directory.
+    #[napi(getter, catch_unwind)]
+    pub fn root(&self) -> String {
+        self.inner.root().path().to_string_lossy().into_owned()
+    }
+
+    /// Where the root came from: `option`, `C2C_MCP_BROKER_ROOT`, `C2C_STATE_HOME`,
+    /// `XDG_STATE_HOME` or `HOME`.
+    #[napi(getter, catch_unwind)]
+    pub fn root_source(&self) -> String {
+        self.inner.root().source().as_str().to_string()
+    }
+
+    /// The canonical project directory recorded at registration.
+    #[napi(getter, catch_unwind)]
+    pub fn directory(&self) -> Option<String> {
+        self.inner.directory().map(str::to_string)
+    }
+
+    /// The message size limit in bytes.
+    #[napi(getter, catch_unwind)]
+    pub fn max_message_bytes(&self) -> u32 {
+        self.inner.max_message_bytes() as u32
+    }
+
+    /// Every registration of the root, with liveness (this handle's own has `isSelf`).
+    /// Errors: `E_CLOSED`, `E_STORE_CORRUPT`, `E_IO`.
+    #[napi(catch_unwind)]
+    pub fn list_peers(&self) -> Result<Vec<PeerInfo>, JsCode> {
+        Ok(self
+            .inner
+            .list_peers()
+            .map_err(to_js)?
+            .into_iter()
+            .map(Into::into)
+            .collect())
+    }
+
+    /// Queue `content` for the live session registered as `toAlias` (case-insensitive).
+    /// Returns `{ messageId, toAlias, toSessionId, ts, status: "queued" }`.
+    ///
+    /// Errors: `E_EMPTY`, `E_TOO_LARGE` (never truncated), `E_SEND_TO_SELF`,
+    /// `E_UNKNOWN_RECIPIENT`, `E_RECIPIENT_DEAD`, `E_NOT_REGISTERED`, `E_CLOSED`, store codes.
+    #[napi(catch_unwind)]
+    pub fn send(
+        &self,
+        to_alias: String,
+        content: String,
+        options: Option<SendOptions>,
+    ) -> Result<SendReceipt, JsCode> {
+        self.inner
+            .send(&to_alias, &content, &send_options(options))
+            .map(Into::into)
+            .map_err(to_js)
+    }
+
+    /// Queue `content` for every other live registration; dead ones are listed in `skipped`.
+    /// Errors: as `send`, less the recipient codes.
+    #[napi(catch_unwind)]
+    pub fn send_all(
+        &self,
+        content: String,
+        options: Option<SendOptions>,
+    ) -> Result<BroadcastReport, JsCode> {
+        self.inner
+            .send_all(&content, &send_options(options))
+            .map(Into::into)
+            .map_err(to_js)
+    }
+
+    /// This session's inbox, oldest first, without consuming it.
+    /// Errors: `E_CLOSED`, `E_STORE_CORRUPT` (the file is copied aside, never emptied), `E_IO`.
+    #[napi(catch_unwind)]
+    pub fn peek(&self) -> Result<Vec<InboxMessage>, JsCode> {
+        Ok(self
+            .inner
+            .peek()
+            .map_err(to_js)?
+            .into_iter()
+            .map(Into::into)
+            .collect())
+    }
+
+    /// Move exactly these messages from the inbox to `archive/<sessionId>.jsonl`.
+    /// Returns `{ acked, missing }`. Errors: `E_CLOSED`, store codes.
+    #[napi(catch_unwind)]
+    pub fn ack(&self, message_ids: Vec<String>) -> Result<AckReport, JsCode> {
+        self.inner.ack(&message_ids).map(Into::into).map_err(to_js)
+    }
+
+    /// c2c's drain: take (and archive) every message of the inbox.
+    /// Errors: `E_CLOSED`, store codes.
+    #[napi(catch_unwind)]
+    pub fn drain(&self) -> Result<Vec<InboxMessage>, JsCode> {
+        Ok(self
+            .inner
+            .drain()
+            .map_err(to_js)?
+            .into_iter()
+            .map(Into::into)
+            .collect())
+    }
+
+    /// Remove dead registrations and move undelivered mail of dead sessions to
+    /// `dead-letter.jsonl` (never dropped). Errors: `E_CLOSED`, store codes.
+    #[napi(catch_unwind)]
+    pub fn sweep(&self) -> Result<SweepResult, JsCode> {
+        self.inner.sweep().map(Into::into).map_err(to_js)
+    }
+
+    /// Join a room (created if needed). Errors: `E_INVALID_ID`, `E_CLOSED`, store codes.
+    #[napi(catch_unwind)]
+    pub fn join_room(&self, room_id: String) -> Result<(), JsCode> {
+        self.inner.join_room(&room_id).map_err(to_js)
+    }
+
+    /// Leave a room; returns whether this session was a member.
+    /// Errors: `E_INVALID_ID`, `E_UNKNOWN_ROOM`, `E_CLOSED`, store codes.
+    #[napi(catch_unwind)]
+    pub fn leave_room(&self, room_id: String) -> Result<bool, JsCode> {
+        self.inner.leave_room(&room_id).map_err(to_js)
+    }
+
+    /// Post to a room: appended to its history and queued for each live member.
+    /// Errors: `E_NOT_MEMBER`, `E_UNKNOWN_ROOM`, `E_EMPTY`, `E_TOO_LARGE`, `E_INVALID_ID`,
+    /// `E_CLOSED`, store codes.
+    #[napi(catch_unwind)]
+    pub fn send_room(
+        &self,
+        room_id: String,
+        content: String,
+        options: Option<SendOptions>,
+    ) -> Result<BroadcastReport, JsCode> {
+        self.inner
+            .send_room(&room_id, &content, &send_options(options))
+            .map(Into::into)
+            .map_err(to_js)
+    }
+
+    /// The last `limit` (default 50) messages of a room, oldest first.
+    /// Errors: `E_INVALID_ID`, `E_UNKNOWN_ROOM`, `E_CLOSED`, store codes.
+    #[napi(catch_unwind)]
+    pub fn room_history(
+        &self,
+        room_id: String,
+        limit: Option<u32>,
+    ) -> Result<Vec<RoomHistoryEntry>, JsCode> {
+        Ok(self
+            .inner
+            .room_history(&room_id, limit.unwrap_or(50) as usize)
+            .map_err(to_js)?
+            .into_iter()
+            .map(Into::into)
+            .collect())
+    }
+
+    /// Every room with its members. Errors: `E_CLOSED`, store codes.
+    #[napi(catch_unwind)]
+    pub fn list_rooms(&self) -> Result<Vec<Room>, JsCode> {
+        Ok(self
+            .inner
+            .list_rooms()
+            .map_err(to_js)?
+            .into_iter()
+            .map(Into::into)
+            .collect())
+    }
+
+    /// Call `callback({ sessionId })` whenever this session's inbox file changes (inotify,
+    /// including atomic renames; no polling). The callback runs on the JS thread; it never
+    /// keeps the process alive, and an exception it throws is swallowed, never fatal.
+    /// Replaces an earlier watch. Errors: `E_CLOSED`, `E_IO`.
+    #[napi(catch_unwind, ts_args_type = "callback: (change: InboxChange) => void")]
+    pub fn watch(&self, callback: WatchCallback) -> Result<(), JsCode> {
+        let tsfn = Arc::new(callback);
+        let session_id = self.inner.session_id().to_string();
+        self.inner
+            .watch(Box::new(move || {
+                let change = InboxChange {
+                    session_id: session_id.clone(),
+                };
+                let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                    // The return callback receives the JS exception, if any, as Err and drops
+                    // it; `call` (without a return callback) would make it fatal.
+                    tsfn.call_with_return_value(
+                        change,
+                        ThreadsafeFunctionCallMode::NonBlocking,
+                        |_result, _env| Ok(()),
+                    );
+                }));
+            }))
+            .map_err(to_js)
+    }
+
+    /// Stop the watch, if any. Idempotent.
+    #[napi(catch_unwind)]
+    pub fn unwatch(&self) {
+        self.inner.unwatch();
+    }
+
+    /// Stop the watcher and unregister (an attached handle stays registered). Idempotent;
+    /// later calls fail with `E_CLOSED`. Errors: store codes while unregistering.
+    #[napi(catch_unwind)]
+    pub fn close(&self) -> Result<(), JsCode> {
+        self.inner.close().map_err(to_js)
+    }
+}

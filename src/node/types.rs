@@ -1,0 +1,297 @@
+//! JS-side shapes (`#[napi(object)]`) and their conversions from core types. Times are epoch
+//! seconds as floats, exactly as c2c stores them.
+
+use napi_derive::napi;
+
+use crate::broker::{
+    AckResult, BroadcastResult, Peer, Receipt, RoomInfo, RoomMessage, SweepReport,
+};
+use crate::inbox::Message;
+
+/// Options of `Broker.open`.
+#[napi(object)]
+#[derive(Debug, Clone, Default)]
+pub struct OpenOptions {
+    /// The session id to bind (OpenCode's `ses_…`): 1–128 chars of `[A-Za-z0-9._-]`, no
+    /// leading dot, no `..`.
+    pub session_id: String,
+    /// The alias to register (1–64 chars of `[A-Za-z0-9._-]`, no leading dot, not `c2c` /
+    /// `c2c-system`). Required unless `attach` is true.
+    pub alias: Option<String>,
+    /// Broker root directory. Default: `C2C_MCP_BROKER_ROOT`, else
+    /// `$XDG_STATE_HOME/c2c/repos/<fp>/broker`, else `~/.c2c/repos/<fp>/broker` (c2c's rule).
+    pub root: Option<String>,
+    /// Project directory (for the repository fingerprint and the `auto` inbound policy).
+    /// Default: the current directory.
+    pub directory: Option<String>,
+    /// Pid to register. Default: this process.
+    pub pid: Option<u32>,
+    /// Recorded as `plugin_version`.
+    pub plugin_version: Option<String>,
+    /// Recorded as `client_type`. Default `"opencode"`.
+    pub client_type: Option<String>,
+    /// Bind to the session's existing registration instead of registering (CLI use with
+    /// `C2C_MCP_SESSION_ID`); `close()` then leaves the registration alone. Default false.
+    pub attach: Option<bool>,
+    /// Maximum message size in bytes of UTF-8. Default 16384.
+    pub max_message_bytes: Option<u32>,
+    /// How long to wait for a file lock, in milliseconds. Default 5000.
+    pub lock_timeout_ms: Option<u32>,
+}
+
+/// Options of `send`, `sendAll` and `sendRoom`.
+#[napi(object)]
+#[derive(Debug, Clone, Default)]
+pub struct SendOptions {
+    /// Hop list inherited from the message that triggered the sending turn (session ids,
+    /// oldest first); the broker appends the sender. Default `[]`.
+    pub via: Option<Vec<String>>,
+}
+
+/// A registration as listed by `listPeers`.
+#[napi(object)]
+#[derive(Debug, Clone)]
+pub struct PeerInfo {
+    /// Alias (original case). Peer-controlled: frame it before showing it to a model.
+    pub alias: String,
+    /// Session id.
+    pub session_id: String,
+    /// c2c's liveness rule: pid present with the recorded start time (no pid = alive).
+    pub alive: bool,
+    /// Registered pid.
+    pub pid: Option<u32>,
+    /// Epoch seconds (float).
+    pub registered_at: f64,
+    /// Recorded plugin version.
+    pub plugin_version: Option<String>,
+    /// Recorded client type.
+    pub client_type: Option<String>,
+    /// Recorded project directory.
+    pub directory: Option<String>,
+    /// True for the handle's own registration.
+    pub is_self: bool,
+}
+
+impl From<Peer> for PeerInfo {
+    fn from(p: Peer) -> PeerInfo {
+        PeerInfo {
+            alias: p.alias,
+            session_id: p.session_id,
+            alive: p.alive,
+            pid: p.pid,
+            registered_at: p.registered_at,
+            plugin_version: p.plugin_version,
+            client_type: p.client_type,
+            directory: p.directory,
+            is_self: p.is_self,
+        }
+    }
+}
+
+/// What a send returns: the message is durably queued in the recipient's inbox.
+#[napi(object)]
+#[derive(Debug, Clone)]
+pub struct SendReceipt {
+    /// uuid v4 of the new message.
+    pub message_id: String,
+    /// Recipient alias as stored (`"<alias>#<room>"` for rooms).
+    pub to_alias: String,
+    /// Recipient session id.
+    pub to_session_id: String,
+    /// Epoch seconds (float) of the enqueue.
+    pub ts: f64,
+    /// `"queued"`.
+    pub status: String,
+}
+
+impl From<Receipt> for SendReceipt {
+    fn from(r: Receipt) -> SendReceipt {
+        SendReceipt {
+            message_id: r.message_id,
+            to_alias: r.to_alias,
+            to_session_id: r.to_session_id,
+            ts: r.ts,
+            status: r.status.to_string(),
+        }
+    }
+}
+
+/// A recipient a broadcast or room send skipped.
+#[napi(object)]
+#[derive(Debug, Clone)]
+pub struct SkippedRecipient {
+    /// Alias.
+    pub alias: String,
+    /// Why (`"not alive"`).
+    pub reason: String,
+}
+
+/// Result of `sendAll` / `sendRoom`.
+#[napi(object)]
+#[derive(Debug, Clone)]
+pub struct BroadcastReport {
+    /// One receipt per recipient reached.
+    pub sent: Vec<SendReceipt>,
+    /// Recipients not reached.
+    pub skipped: Vec<SkippedRecipient>,
+}
+
+impl From<BroadcastResult> for BroadcastReport {
+    fn from(b: BroadcastResult) -> BroadcastReport {
+        BroadcastReport {
+            sent: b.sent.into_iter().map(Into::into).collect(),
+            skipped: b
+                .skipped
+                .into_iter()
+                .map(|s| SkippedRecipient {
+                    alias: s.alias,
+                    reason: s.reason.to_string(),
+                })
+                .collect(),
+        }
+    }
+}
+
+/// A message of one's own inbox. `content` and `fromAlias` are untrusted peer data.
+#[napi(object)]
+#[derive(Debug, Clone)]
+pub struct InboxMessage {
+    /// uuid of the message; the dedup key.
+    pub message_id: String,
+    /// Sender alias.
+    pub from_alias: String,
+    /// Recipient alias as stored (`"<alias>#<room>"` for rooms).
+    pub to_alias: String,
+    /// The text.
+    pub content: String,
+    /// Epoch seconds (float) of the enqueue.
+    pub ts: f64,
+    /// Sender session id, when the sender recorded it (c2c-bridge does; c2c does not).
+    pub from_session_id: Option<String>,
+    /// Hop list (session ids, oldest first; the sender last).
+    pub via: Vec<String>,
+    /// The room, for a room message.
+    pub room_id: Option<String>,
+}
+
+impl From<Message> for InboxMessage {
+    fn from(m: Message) -> InboxMessage {
+        InboxMessage {
+            room_id: m.room_id().map(str::to_string),
+            message_id: m.message_id,
+            from_alias: m.from_alias,
+            to_alias: m.to_alias,
+            content: m.content,
+            ts: m.ts,
+            from_session_id: m.from_session_id,
+            via: m.via,
+        }
+    }
+}
+
+/// Result of `ack`.
+#[napi(object)]
+#[derive(Debug, Clone)]
+pub struct AckReport {
+    /// Ids moved to the archive by this call.
+    pub acked: Vec<String>,
+    /// Ids that were not in the inbox (already acknowledged, or never there).
+    pub missing: Vec<String>,
+}
+
+impl From<AckResult> for AckReport {
+    fn from(a: AckResult) -> AckReport {
+        AckReport {
+            acked: a.acked,
+            missing: a.missing,
+        }
+    }
+}
+
+/// A registration removed by `sweep`.
+#[napi(object)]
+#[derive(Debug, Clone)]
+pub struct RemovedRegistration {
+    /// Alias.
+    pub alias: String,
+    /// Session id.
+    pub session_id: String,
+}
+
+/// Result of `sweep`.
+#[napi(object)]
+#[derive(Debug, Clone)]
+pub struct SweepResult {
+    /// Dead registrations removed.
+    pub removed: Vec<RemovedRegistration>,
+    /// Messages moved to `dead-letter.jsonl` (none is dropped).
+    pub dead_lettered: u32,
+}
+
+impl From<SweepReport> for SweepResult {
+    fn from(s: SweepReport) -> SweepResult {
+        SweepResult {
+            removed: s
+                .removed
+                .into_iter()
+                .map(|(alias, session_id)| RemovedRegistration { alias, session_id })
+                .collect(),
+            dead_lettered: s.dead_lettered as u32,
+        }
+    }
+}
+
+/// A room as listed by `listRooms`.
+#[napi(object)]
+#[derive(Debug, Clone)]
+pub struct Room {
+    /// Room id.
+    pub room_id: String,
+    /// Member aliases.
+    pub members: Vec<String>,
+    /// Whether this session is a member.
+    pub joined: bool,
+}
+
+impl From<RoomInfo> for Room {
+    fn from(r: RoomInfo) -> Room {
+        Room {
+            room_id: r.room_id,
+            members: r.members,
+            joined: r.joined,
+        }
+    }
+}
+
+/// One line of a room's history. `fromAlias` and `content` are untrusted.
+#[napi(object)]
+#[derive(Debug, Clone)]
+pub struct RoomHistoryEntry {
+    /// Sender alias.
+    pub from_alias: String,
+    /// Text.
+    pub content: String,
+    /// Epoch seconds (float).
+    pub ts: f64,
+    /// Message id.
+    pub message_id: String,
+}
+
+impl From<RoomMessage> for RoomHistoryEntry {
+    fn from(m: RoomMessage) -> RoomHistoryEntry {
+        RoomHistoryEntry {
+            from_alias: m.from_alias,
+            content: m.content,
+            ts: m.ts,
+            message_id: m.message_id,
+        }
+    }
+}
+
+/// Passed to a `watch` callback.
+#[napi(object)]
+#[derive(Debug, Clone)]
+pub struct InboxChange {
+    /// The watched session.
+    pub session_id: String,
+}
