@@ -100,6 +100,40 @@ pub fn validate_perm_id(id: &str) -> Result<()> {
     Ok(())
 }
 
+/// The default alias of a session: `<directory basename>-<4 hex>`, where the basename is
+/// reduced to the alias charset (other characters become `-`, leading dots and dashes are
+/// dropped, at most 48 chars, `opencode` when nothing is left) and the 4 hex chars are the
+/// start of sha256(session id), so a session keeps its alias across restarts.
+pub fn default_alias(directory: &str, session_id: &str) -> String {
+    use sha2::{Digest, Sha256};
+    let base = std::path::Path::new(directory)
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let cleaned: String = base
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '.' || c == '_' || c == '-' {
+                c
+            } else {
+                '-'
+            }
+        })
+        .collect();
+    let trimmed: String = cleaned
+        .trim_start_matches(['.', '-'])
+        .chars()
+        .take(48)
+        .collect();
+    let stem = if trimmed.is_empty() {
+        "opencode".to_string()
+    } else {
+        trimmed
+    };
+    let hash = hex::encode(Sha256::digest(session_id.as_bytes()));
+    format!("{stem}-{}", &hash[..4])
+}
+
 /// Case-insensitive alias equality (c2c compares aliases case-insensitively everywhere).
 pub fn alias_eq(a: &str, b: &str) -> bool {
     a.eq_ignore_ascii_case(b)
@@ -150,6 +184,18 @@ mod tests {
         ] {
             assert!(validate_session_id(bad).is_err(), "{bad:?}");
         }
+    }
+
+    #[test]
+    fn default_alias_is_valid_and_stable() {
+        for dir in ["/home/u/my project", "/", "/x/.hidden", "/x/répertoire", "/x/c2c"] {
+            let a = default_alias(dir, "ses_1");
+            validate_alias(&a).unwrap();
+            assert_eq!(a, default_alias(dir, "ses_1"));
+            assert_ne!(a, default_alias(dir, "ses_2"));
+        }
+        assert!(default_alias("/home/u/my project", "s").starts_with("my-project-"));
+        assert!(default_alias("/", "s").starts_with("opencode-"));
     }
 
     #[test]

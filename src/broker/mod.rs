@@ -47,6 +47,9 @@ pub struct OpenOptions {
     pub pid: Option<u32>,
     /// `plugin_version` to record.
     pub plugin_version: Option<String>,
+    /// When the alias is held by another live session, register under the free alternative
+    /// the collision rule names (`<alias>-2`, …) instead of failing.
+    pub auto_alias: bool,
     /// `client_type` to record (default `"opencode"`).
     pub client_type: Option<String>,
     /// Attach to an existing registration of `session_id` instead of registering: the CLI
@@ -150,7 +153,7 @@ impl Broker {
             })?;
             validate_alias(&alias)?;
             let pid = opts.pid.unwrap_or_else(std::process::id);
-            let reg = Registration {
+            let mut reg = Registration {
                 session_id: opts.session_id.clone(),
                 alias: alias.clone(),
                 pid: Some(pid),
@@ -165,7 +168,17 @@ impl Broker {
                 directory: directory.clone(),
                 extra: Default::default(),
             };
-            register(&root, reg, lock_timeout)?;
+            let mut attempts = 0;
+            let alias = loop {
+                match register(&root, reg.clone(), lock_timeout) {
+                    Ok(()) => break reg.alias.clone(),
+                    Err(Error::AliasTaken { suggestion, .. }) if opts.auto_alias && attempts < 64 => {
+                        attempts += 1;
+                        reg.alias = suggestion;
+                    }
+                    Err(e) => return Err(e),
+                }
+            };
             log.event(
                 "register",
                 fields! {"alias" => alias, "session" => short_hash(&opts.session_id)},

@@ -54,6 +54,7 @@ impl JsBroker {
             plugin_version: options.plugin_version,
             client_type: options.client_type,
             attach: options.attach.unwrap_or(false),
+            auto_alias: options.auto_alias.unwrap_or(false),
             max_message_bytes: options.max_message_bytes.map(|n| n as usize),
             lock_timeout: options
                 .lock_timeout_ms

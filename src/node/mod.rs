@@ -21,3 +21,10 @@ pub fn native_version() -> String {
 /// Does nothing; the floor of an FFI call, for benchmarks.
 #[napi(catch_unwind)]
 pub fn noop() {}
+
+/// The default alias of an OpenCode session: `<directory basename>-<4 hex of sha256(sessionId)>`,
+/// reduced to the alias charset; stable for a session across restarts.
+#[napi(catch_unwind)]
+pub fn default_alias(directory: String, session_id: String) -> String {
+    crate::ids::default_alias(&directory, &session_id)
+}

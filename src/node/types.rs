@@ -24,6 +24,9 @@ pub struct OpenOptions {
     /// Project directory (for the repository fingerprint and the `auto` inbound policy).
     /// Default: the current directory.
     pub directory: Option<String>,
+    /// When the alias is held by another live session, register under the free alternative
+    /// (`<alias>-2`, …) instead of failing with `E_ALIAS_TAKEN`. Default false.
+    pub auto_alias: Option<bool>,
     /// Pid to register. Default: this process.
     pub pid: Option<u32>,
     /// Recorded as `plugin_version`.

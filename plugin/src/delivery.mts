@@ -1,0 +1,216 @@
+/**
+ * Delivery (surfaceAdvisory): peer messages from the broker inbox into an OpenCode session.
+ *
+ * - One message per turn, injected only while the session is idle; while it is busy the
+ *   message waits in the inbox and is flushed on idle. Why: a message injected into a busy
+ *   session is folded into the running turn, which breaks provenance (opencode-host.md,
+ *   busy-session hazard). A fallback timer covers a missing `session.idle`.
+ * - At-least-once: a message is acknowledged (moved to the archive) only after `promptAsync`
+ *   succeeded; a failed injection leaves it in the inbox and retries with backoff.
+ * - Never twice: injected ids are remembered, and after a restart the session's transcript
+ *   (`metadata.peerMessage.messageId` of its parts) is read once before the first injection.
+ *
+ * This module receives only the {@link Inject} capability and a pure framing function.
+ */
+import type { Inject } from "./inject.mjs";
+
+/** A message as the addon's `peek()` returns it (`content` and `fromAlias` are untrusted). */
+export interface PeerMessage {
+  messageId: string;
+  fromAlias: string;
+  toAlias: string;
+  content: string;
+  ts: number;
+  via: string[];
+  roomId?: string | null;
+  fromSessionId?: string | null;
+}
+
+/** Frame a peer message for the model (the Rust envelope module). */
+export type Frame = (message: PeerMessage) => string;
+
+/**
+ * Show one peer message to the model of `sessionId` as a synthetic user text part that
+ * carries `metadata.peerMessage` (the provenance mark). Receives only `inject`.
+ */
+export async function surfaceAdvisory(
+  message: PeerMessage,
+  sessionId: string,
+  inject: Inject,
+  frame: Frame,
+): Promise<void> {
+  await inject(sessionId, {
+    type: "text",
+    text: frame(message),
+    synthetic: true,
+    metadata: {
+      peerMessage: { messageId: message.messageId, from: message.fromAlias, via: [...message.via] },
+    },
+  });
+}
+
+/** What the delivery queue needs from the rest of the plugin. */
+export interface DeliveryDeps {
+  /** Read the session's inbox without consuming it; undefined when not registered. */
+  peek(sessionId: string): PeerMessage[] | undefined;
+  /** Acknowledge (archive) messages. */
+  ack(sessionId: string, messageIds: string[]): void;
+  /** Whether the session is running a turn. */
+  isBusy(sessionId: string): boolean;
+  setBusy(sessionId: string, busy: boolean): void;
+  /** Message ids already shown in the session's transcript (read once after a restart). */
+  injectedInTranscript(sessionId: string): Promise<Set<string>>;
+  /** Sessions to look at on the fallback timer. */
+  sessions(): string[];
+  /** Refresh busy flags from the server (fallback for missing idle events). */
+  refreshStatus?(): Promise<void>;
+  log(level: "debug" | "info" | "warn" | "error", message: string): void;
+}
+
+interface SessionState {
+  running: boolean;
+  scanned: boolean;
+  injected: Set<string>;
+  failures: number;
+  retryAt: number;
+  busySince: number;
+}
+
+const MAX_REMEMBERED = 10_000;
+
+/** The per-instance delivery queue. */
+export class Delivery {
+  private readonly state = new Map<string, SessionState>();
+  private timer: ReturnType<typeof setInterval> | undefined;
+  private readonly retryTimers = new Set<ReturnType<typeof setTimeout>>();
+  private stopped = false;
+
+  constructor(
+    private readonly deps: DeliveryDeps,
+    private readonly inject: Inject,
+    private readonly frame: Frame,
+    private readonly opts: { fallbackIntervalMs: number; retryBaseMs: number },
+  ) {}
+
+  private st(sessionId: string): SessionState {
+    let s = this.state.get(sessionId);
+    if (!s) {
+      s = { running: false, scanned: false, injected: new Set(), failures: 0, retryAt: 0, busySince: 0 };
+      this.state.set(sessionId, s);
+    }
+    return s;
+  }
+
+  /** Something changed for `sessionId` (inbox write, idle): try to deliver soon. */
+  kick(sessionId: string): void {
+    if (this.stopped) return;
+    queueMicrotask(() => {
+      this.flush(sessionId).catch((err) => this.deps.log("error", `delivery to ${sessionId}: ${String(err)}`));
+    });
+  }
+
+  /** Start the fallback timer (unref'd: it never keeps the process alive). */
+  start(): void {
+    if (this.timer || this.stopped) return;
+    this.timer = setInterval(() => {
+      void this.tick().catch((err) => this.deps.log("warn", `fallback tick: ${String(err)}`));
+    }, this.opts.fallbackIntervalMs);
+    this.timer.unref?.();
+  }
+
+  private async tick(): Promise<void> {
+    const now = Date.now();
+    let stale = false;
+    for (const sid of this.deps.sessions()) {
+      const pending = this.deps.peek(sid)?.length ?? 0;
+      if (pending === 0) continue;
+      if (this.deps.isBusy(sid)) {
+        const s = this.st(sid);
+        if (!s.busySince) s.busySince = now;
+        if (now - s.busySince > 3 * this.opts.fallbackIntervalMs) stale = true;
+      } else {
+        this.kick(sid);
+      }
+    }
+    if (stale && this.deps.refreshStatus) {
+      await this.deps.refreshStatus();
+      for (const sid of this.deps.sessions()) if (!this.deps.isBusy(sid)) this.kick(sid);
+    }
+  }
+
+  /** Stop timers. Idempotent. */
+  stop(): void {
+    this.stopped = true;
+    if (this.timer) clearInterval(this.timer);
+    this.timer = undefined;
+    for (const t of this.retryTimers) clearTimeout(t);
+    this.retryTimers.clear();
+  }
+
+  /** Deliver at most one message to `sessionId` if it is idle. Exposed for tests. */
+  async flush(sessionId: string): Promise<void> {
+    const s = this.st(sessionId);
+    if (s.running || this.stopped) return;
+    s.running = true;
+    try {
+      if (this.deps.isBusy(sessionId)) return;
+      s.busySince = 0;
+      if (Date.now() < s.retryAt) return;
+      const messages = this.deps.peek(sessionId);
+      if (!messages || messages.length === 0) return;
+      if (!s.scanned) {
+        for (const id of await this.deps.injectedInTranscript(sessionId)) s.injected.add(id);
+        s.scanned = true;
+      }
+      const already = messages.filter((m) => s.injected.has(m.messageId)).map((m) => m.messageId);
+      if (already.length > 0) {
+        this.deps.log("info", `dropping ${already.length} already-injected duplicate(s) for ${sessionId}`);
+        this.safeAck(sessionId, already);
+      }
+      const next = messages.find((m) => !s.injected.has(m.messageId));
+      if (!next || this.stopped) return;
+      // The injection starts a turn: count the session busy from now until OpenCode says idle.
+      this.deps.setBusy(sessionId, true);
+      try {
+        await surfaceAdvisory(next, sessionId, this.inject, this.frame);
+      } catch (err) {
+        this.deps.setBusy(sessionId, false);
+        s.failures += 1;
+        const delay = Math.min(this.opts.retryBaseMs * 2 ** (s.failures - 1), 30_000);
+        s.retryAt = Date.now() + delay;
+        this.deps.log("warn", `injection into ${sessionId} failed (attempt ${s.failures}), retry in ${delay} ms: ${String(err)}`);
+        const t = setTimeout(() => {
+          this.retryTimers.delete(t);
+          this.kick(sessionId);
+        }, delay);
+        t.unref?.();
+        this.retryTimers.add(t);
+        return;
+      }
+      s.failures = 0;
+      s.retryAt = 0;
+      s.injected.add(next.messageId);
+      if (s.injected.size > MAX_REMEMBERED) {
+        const oldest = s.injected.values().next().value;
+        if (oldest !== undefined) s.injected.delete(oldest);
+      }
+      this.safeAck(sessionId, [next.messageId]);
+    } finally {
+      s.running = false;
+    }
+  }
+
+  private safeAck(sessionId: string, ids: string[]): void {
+    try {
+      this.deps.ack(sessionId, ids);
+    } catch (err) {
+      // The id stays in `injected`, so it is not shown again; a restart finds it in the transcript.
+      this.deps.log("warn", `ack for ${sessionId} failed: ${String(err)}`);
+    }
+  }
+
+  /** Forget a session (deleted). */
+  forget(sessionId: string): void {
+    this.state.delete(sessionId);
+  }
+}

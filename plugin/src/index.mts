@@ -1,0 +1,167 @@
+/**
+ * c2c-bridge's OpenCode plugin: connects the parts; the handlers act.
+ *
+ * Loaded by OpenCode 1.18.33 from the package's `exports["./server"]`. Per plugin instance
+ * (one per project directory; a process may hold several) it registers root sessions with
+ * the broker, delivers peer messages when a session is idle, and offers `peer_list`,
+ * `peer_send` and `/peers`. Nothing is global.
+ */
+import { readFileSync } from "node:fs";
+import { fileURLToPath } from "node:url";
+import { loadAddon } from "./addon.mjs";
+import { Delivery, type PeerMessage } from "./delivery.mjs";
+import type { HostEvent, HostSession, PluginHooks, PluginInput } from "./host.mjs";
+import { makeInject } from "./inject.mjs";
+import { createLogger, safe } from "./log.mjs";
+import { readOptions } from "./options.mjs";
+import { Sessions } from "./sessions.mjs";
+import { makeTools, peerListing } from "./tools.mjs";
+
+const PLUGIN_ID = "c2c-bridge";
+
+function packageVersion(): string {
+  try {
+    const pkg = JSON.parse(readFileSync(fileURLToPath(new URL("../../package.json", import.meta.url)), "utf8"));
+    return typeof pkg.version === "string" ? pkg.version : "0.0.0";
+  } catch {
+    return "0.0.0";
+  }
+}
+
+/** The plugin function: `(input, options?) => Promise<hooks>`. */
+export async function server(input: PluginInput, rawOptions?: Record<string, unknown>): Promise<PluginHooks> {
+  const logger = createLogger(input?.client);
+  // Calls to the server's own API must wait until this function has returned.
+  setTimeout(() => logger.ready(), 0);
+
+  const loaded = loadAddon();
+  if (!loaded.ok) {
+    logger.log(
+      "error",
+      `disabled: the native addon could not be loaded (${loaded.error}). Reinstall c2c-bridge for this platform; OpenCode continues without it.`,
+    );
+    return {};
+  }
+  const addon = loaded.addon;
+  const client = input.client;
+  const options = readOptions(rawOptions, process.env);
+  const version = packageVersion();
+
+  const delivery: { current?: Delivery } = {};
+  const sessions = new Sessions(addon, client, input.directory, options, logger, version, (sid, broker) => {
+    try {
+      broker.watch(() => delivery.current?.kick(sid));
+    } catch (err) {
+      logger.log("warn", `no inbox watch for ${sid} (falling back to the timer): ${(err as Error).message}`);
+    }
+    delivery.current?.kick(sid);
+  });
+
+  delivery.current = new Delivery(
+    {
+      peek: (sid) => sessions.get(sid)?.peek() as PeerMessage[] | undefined,
+      ack: (sid, ids) => void sessions.get(sid)?.ack(ids),
+      isBusy: (sid) => sessions.isBusy(sid),
+      setBusy: (sid, busy) => sessions.setBusy(sid, busy),
+      sessions: () => sessions.registered(),
+      async injectedInTranscript(sid) {
+        const ids = new Set<string>();
+        const res = await client.session.messages({ path: { id: sid } });
+        for (const m of res?.data ?? []) {
+          for (const p of m.parts ?? []) {
+            const pm = (p.metadata as { peerMessage?: { messageId?: unknown } } | undefined)?.peerMessage;
+            if (typeof pm?.messageId === "string") ids.add(pm.messageId);
+          }
+        }
+        return ids;
+      },
+      async refreshStatus() {
+        const res = await client.session.status?.();
+        const map = res?.data;
+        if (!map) return;
+        for (const sid of sessions.registered()) sessions.setBusy(sid, map[sid]?.type === "busy" || map[sid]?.type === "retry");
+      },
+      log: (level, message) => logger.log(level, message),
+    },
+    makeInject(client),
+    (m) =>
+      addon.frameMessage({
+        fromAlias: m.fromAlias,
+        body: m.content,
+        messageId: m.messageId,
+        via: m.via,
+        roomId: m.roomId ?? undefined,
+      }),
+    options,
+  );
+  setTimeout(() => delivery.current?.start(), 0);
+
+  const onEvent = async (event: HostEvent) => {
+    const p = event.properties ?? {};
+    switch (event.type) {
+      case "session.created":
+      case "session.updated":
+        sessions.observe(p.info as HostSession);
+        break;
+      case "session.deleted": {
+        const id = (p.info as HostSession | undefined)?.id;
+        if (id) {
+          sessions.forget(id);
+          delivery.current?.forget(id);
+        }
+        break;
+      }
+      case "session.status": {
+        const sid = p.sessionID as string | undefined;
+        const type = (p.status as { type?: string } | undefined)?.type;
+        if (!sid || !type) break;
+        sessions.setBusy(sid, type !== "idle");
+        if (type === "idle") {
+          await sessions.brokerFor(sid);
+          delivery.current?.kick(sid);
+        }
+        break;
+      }
+      case "session.idle": {
+        const sid = p.sessionID as string | undefined;
+        if (!sid) break;
+        sessions.setBusy(sid, false);
+        await sessions.brokerFor(sid);
+        delivery.current?.kick(sid);
+        break;
+      }
+      default:
+        break;
+    }
+  };
+
+  let disposed: Promise<void> | undefined;
+  return {
+    event: safe(logger, "event", async ({ event }) => onEvent(event)),
+    config: safe(logger, "config", async (cfg) => {
+      const commands = ((cfg.command as Record<string, unknown> | undefined) ??= {});
+      (cfg as { command: Record<string, unknown> }).command = commands;
+      commands.peers = {
+        description: "List c2c peers (other agent sessions you can message)",
+        template: "List the c2c peers.",
+      };
+    }),
+    tool: makeTools(addon, sessions, version, async () => []),
+    "command.execute.before": safe(logger, "command.execute.before", async (cmd, output) => {
+      if (cmd.command !== "peers") return;
+      const broker = await sessions.brokerFor(cmd.sessionID);
+      const text = broker
+        ? `${peerListing(addon, broker.listPeers(), version)}\nShow this list to the user as it is.`
+        : "c2c-bridge: this session is not registered with the broker.";
+      output.parts.splice(0, output.parts.length, { type: "text", text });
+    }),
+    dispose: () =>
+      (disposed ??= (async () => {
+        delivery.current?.stop();
+        sessions.closeAll();
+      })()),
+  };
+}
+
+/** OpenCode's preferred plugin module shape. */
+export default { id: PLUGIN_ID, server };

@@ -1,0 +1,42 @@
+/**
+ * Plugin options (`"plugin": [["c2c-bridge", {...}]]`) and their environment overrides.
+ * Only names and types are handled here; the meaning of modes is decided in Rust.
+ */
+
+/** Options after reading the plugin options and the environment. */
+export interface BridgeOptions {
+  /** Alias for this instance's root sessions (later ones get `-2`, `-3`, …). Default: `<dir basename>-<4 hex>`. */
+  alias?: string;
+  /** Broker root directory. Default: c2c's resolution (`C2C_MCP_BROKER_ROOT`, XDG state, `~/.c2c`). */
+  brokerRoot?: string;
+  /** Maximum message size, bytes of UTF-8. Default 16384. */
+  maxMessageBytes?: number;
+  /** Fallback delivery check interval, milliseconds (for when `session.idle` never comes). Default 2000. */
+  fallbackIntervalMs: number;
+  /** First retry delay after a failed injection, milliseconds (doubles up to 30 s). Default 500. */
+  retryBaseMs: number;
+}
+
+function str(v: unknown): string | undefined {
+  return typeof v === "string" && v.trim() !== "" ? v.trim() : undefined;
+}
+
+function num(v: unknown): number | undefined {
+  const n = typeof v === "string" ? Number(v) : v;
+  return typeof n === "number" && Number.isFinite(n) && n > 0 ? n : undefined;
+}
+
+/**
+ * Read options; environment variables win over plugin options:
+ * `C2C_BRIDGE_ALIAS`, `C2C_MCP_BROKER_ROOT` (c2c's own), `C2C_BRIDGE_MAX_MESSAGE_BYTES`.
+ */
+export function readOptions(raw: Record<string, unknown> | undefined, env: NodeJS.ProcessEnv): BridgeOptions {
+  const o = raw ?? {};
+  return {
+    alias: str(env.C2C_BRIDGE_ALIAS) ?? str(o.alias),
+    brokerRoot: str(env.C2C_MCP_BROKER_ROOT) ?? str(o.brokerRoot),
+    maxMessageBytes: num(env.C2C_BRIDGE_MAX_MESSAGE_BYTES) ?? num(o.maxMessageBytes),
+    fallbackIntervalMs: num(o.fallbackIntervalMs) ?? 2000,
+    retryBaseMs: num(o.retryBaseMs) ?? 500,
+  };
+}

@@ -1,0 +1,146 @@
+/**
+ * Which OpenCode sessions of this instance are registered with the broker, and whether each
+ * is busy. One `Broker` handle per root session; `task` child sessions never register and
+ * act through their root session. All state belongs to one plugin instance.
+ */
+import type { Addon } from "./addon.mjs";
+import type { HostClient, HostSession } from "./host.mjs";
+import type { Logger } from "./log.mjs";
+import type { BridgeOptions } from "./options.mjs";
+
+type Broker = InstanceType<Addon["Broker"]>;
+
+/** Registration and busy/idle state of the instance's sessions. */
+export class Sessions {
+  private readonly brokers = new Map<string, Broker>();
+  private readonly parents = new Map<string, string | null>();
+  private readonly busy = new Map<string, boolean>();
+  private readonly lookups = new Map<string, Promise<string | null | undefined>>();
+  private closed = false;
+
+  constructor(
+    private readonly addon: Addon,
+    private readonly client: HostClient,
+    private readonly directory: string,
+    private readonly options: BridgeOptions,
+    private readonly logger: Logger,
+    private readonly pluginVersion: string,
+    private readonly onRegistered: (sessionId: string, broker: Broker) => void,
+  ) {}
+
+  /** Record a session seen in `session.created` / `session.updated`; registers root sessions. */
+  observe(info: HostSession): Broker | undefined {
+    if (this.closed || !info?.id) return undefined;
+    this.parents.set(info.id, info.parentID ?? null);
+    if (info.parentID) return undefined;
+    return this.register(info.id);
+  }
+
+  /** The root session id of `sessionId` (itself for a root), fetching unknown sessions once. */
+  async rootOf(sessionId: string): Promise<string | null> {
+    let id: string | null = sessionId;
+    for (let hops = 0; id && hops < 16; hops++) {
+      const parent = await this.parentOf(id);
+      if (parent === undefined) return null;
+      if (parent === null) return id;
+      id = parent;
+    }
+    return null;
+  }
+
+  private async parentOf(sessionId: string): Promise<string | null | undefined> {
+    if (this.parents.has(sessionId)) return this.parents.get(sessionId);
+    let lookup = this.lookups.get(sessionId);
+    if (!lookup) {
+      lookup = this.client.session
+        .get({ path: { id: sessionId } })
+        .then((r) => {
+          if (!r?.data?.id) return undefined;
+          const parent = r.data.parentID ?? null;
+          this.parents.set(sessionId, parent);
+          return parent;
+        })
+        .catch(() => undefined);
+      this.lookups.set(sessionId, lookup);
+    }
+    try {
+      return await lookup;
+    } finally {
+      this.lookups.delete(sessionId);
+    }
+  }
+
+  /** The broker of a root session, registering it on first use (after a plugin restart). */
+  async brokerFor(sessionId: string): Promise<Broker | undefined> {
+    const root = await this.rootOf(sessionId);
+    if (!root) return undefined;
+    return this.brokers.get(root) ?? this.register(root);
+  }
+
+  /** The broker of a registered root session, without side effects. */
+  get(sessionId: string): Broker | undefined {
+    return this.brokers.get(sessionId);
+  }
+
+  /** Every registered session id. */
+  registered(): string[] {
+    return [...this.brokers.keys()];
+  }
+
+  private register(sessionId: string): Broker | undefined {
+    const existing = this.brokers.get(sessionId);
+    if (existing) return existing;
+    try {
+      const alias = this.options.alias ?? this.addon.defaultAlias(this.directory, sessionId);
+      const broker = this.addon.Broker.open({
+        sessionId,
+        alias,
+        autoAlias: true,
+        root: this.options.brokerRoot,
+        directory: this.directory,
+        pid: process.pid,
+        pluginVersion: this.pluginVersion,
+        clientType: "opencode",
+        maxMessageBytes: this.options.maxMessageBytes,
+      });
+      this.brokers.set(sessionId, broker);
+      this.logger.log("info", `registered session ${sessionId} as ${broker.alias} in ${broker.root}`);
+      this.onRegistered(sessionId, broker);
+      return broker;
+    } catch (err) {
+      const e = err as { code?: string; message?: string };
+      this.logger.log("error", `cannot register session ${sessionId}: ${e.code ?? ""} ${e.message ?? String(err)}`);
+      return undefined;
+    }
+  }
+
+  /** `session.deleted`: unregister. */
+  forget(sessionId: string): void {
+    this.parents.delete(sessionId);
+    this.busy.delete(sessionId);
+    const b = this.brokers.get(sessionId);
+    if (!b) return;
+    this.brokers.delete(sessionId);
+    try {
+      b.close();
+    } catch (err) {
+      this.logger.log("warn", `unregister ${sessionId}: ${(err as Error).message}`);
+    }
+  }
+
+  /** Mark a session busy or idle (from `session.status` / `session.idle`, or after an injection). */
+  setBusy(sessionId: string, busy: boolean): void {
+    this.busy.set(sessionId, busy);
+  }
+
+  /** Whether a session is known to be running a turn. Unknown counts as idle. */
+  isBusy(sessionId: string): boolean {
+    return this.busy.get(sessionId) === true;
+  }
+
+  /** Close every handle (unregisters). Idempotent. */
+  closeAll(): void {
+    this.closed = true;
+    for (const id of [...this.brokers.keys()]) this.forget(id);
+  }
+}
