@@ -12,6 +12,7 @@
 //! - [`registry`], [`inbox`], [`pending`], [`log`]: c2c's broker-root records.
 //! - [`watch`]: the inbox watcher (notify/inotify).
 //! - [`broker`]: the identity-bound handle every caller goes through.
+//! - [`envelope`]: framing of peer text for the model; permission-reply recognition.
 //! - [`node`]: napi classes and functions; error-code mapping.
 //!
 //! # Terminology
@@ -32,6 +33,7 @@
 //!   passed through.
 
 pub mod broker;
+pub mod envelope;
 pub mod error;
 pub mod ids;
 pub mod inbox;
