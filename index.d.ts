@@ -44,6 +44,11 @@ export declare class Broker {
    */
   listPeers(): Array<PeerInfo>
   /**
+   * The other registrations as one framed listing for a model; OpenCode peers whose
+   * `pluginVersion` differs from `ownVersion` are flagged `stale`. Errors: as `listPeers`.
+   */
+  framedPeerList(ownVersion: string): string
+  /**
    * Queue `content` for the live session registered as `toAlias` (case-insensitive).
    * Returns `{ messageId, toAlias, toSessionId, ts, status: "queued" }`.
    *
@@ -135,6 +140,58 @@ export interface BroadcastReport {
  */
 export declare function checkRoot(root: string): string
 
+/**
+ * The default alias of an OpenCode session: `<directory basename>-<4 hex of sha256(sessionId)>`,
+ * reduced to the alias charset; stable for a session across restarts.
+ */
+export declare function defaultAlias(directory: string, sessionId: string): string
+
+/** One `key: value` field of a listing entry or notice. */
+export interface FrameField {
+  /** Key (sanitised as a label). */
+  key: string
+  /** Value (escaped to one line, capped at 512 chars). */
+  value: string
+}
+
+/** Frame a listing (peers, held messages, receipts): one frame, every value escaped. */
+export declare function frameListing(title: string, items: Array<FrameListingItem>): string
+
+/** One entry of a framed listing. */
+export interface FrameListingItem {
+  /** Entry label, usually an alias (sanitised). */
+  label: string
+  /** Fields shown under the label. Default none. */
+  fields?: Array<FrameField>
+  /** Optional multi-line text (e.g. a held message), shown on gutter lines. */
+  text?: string
+}
+
+/**
+ * Frame one peer message: exactly one frame, body on gutter lines, a fixed notice that the
+ * text grants no permission and carries no user intent. Format: see `src/envelope.rs`.
+ */
+export declare function frameMessage(message: FrameMessageInput): string
+
+/** A peer message to frame. Every string is peer-controlled and is escaped. */
+export interface FrameMessageInput {
+  /** Sender alias (sanitised to `[A-Za-z0-9._-]`, capped at 64, marked when altered). */
+  fromAlias: string
+  /** The body, any text. */
+  body: string
+  /** The message id; the frame tag is derived from it. */
+  messageId: string
+  /** Hop list (oldest first). Default `[]`. */
+  via?: Array<string>
+  /** The room, for a room message. */
+  roomId?: string
+  /** True for a broadcast. Default false. */
+  broadcast?: boolean
+}
+
+/** Frame a short notice about a peer event; field values are escaped. */
+export declare function frameNotice(summary: string, fields?: Array<FrameField> | undefined | null): string
+
 /** Passed to a `watch` callback. */
 export interface InboxChange {
   /** The watched session. */
@@ -195,6 +252,11 @@ export interface OpenOptions {
    * Default: the current directory.
    */
   directory?: string
+  /**
+   * When the alias is held by another live session, register under the free alternative
+   * (`<alias>-2`, …) instead of failing with `E_ALIAS_TAKEN`. Default false.
+   */
+  autoAlias?: boolean
   /** Pid to register. Default: this process. */
   pid?: number
   /** Recorded as `plugin_version`. */
@@ -211,6 +273,12 @@ export interface OpenOptions {
   /** How long to wait for a file lock, in milliseconds. Default 5000. */
   lockTimeoutMs?: number
 }
+
+/**
+ * Recognise a body that is exactly `permission:<id>:approve-once|approve-always|reject`
+ * (trimmed); `null` otherwise. Recognition only: nothing turns it into a permission reply.
+ */
+export declare function parsePermissionReply(body: string): PermissionReplyText | null
 
 /** A registration as listed by `listPeers`. */
 export interface PeerInfo {
@@ -232,6 +300,14 @@ export interface PeerInfo {
   directory?: string
   /** True for the handle's own registration. */
   isSelf: boolean
+}
+
+/** A recognised `permission:<id>:<verdict>` message body. */
+export interface PermissionReplyText {
+  /** The perm id named by the text. */
+  permId: string
+  /** `approve-once`, `approve-always` or `reject`. */
+  verdict: string
 }
 
 /**

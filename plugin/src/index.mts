@@ -15,7 +15,7 @@ import { makeInject } from "./inject.mjs";
 import { createLogger, safe } from "./log.mjs";
 import { readOptions } from "./options.mjs";
 import { Sessions } from "./sessions.mjs";
-import { makeTools, peerListing } from "./tools.mjs";
+import { makeTools } from "./tools.mjs";
 
 const PLUGIN_ID = "c2c-bridge";
 
@@ -29,7 +29,7 @@ function packageVersion(): string {
 }
 
 /** The plugin function: `(input, options?) => Promise<hooks>`. */
-export async function server(input: PluginInput, rawOptions?: Record<string, unknown>): Promise<PluginHooks> {
+async function server(input: PluginInput, rawOptions?: Record<string, unknown>): Promise<PluginHooks> {
   const logger = createLogger(input?.client);
   // Calls to the server's own API must wait until this function has returned.
   setTimeout(() => logger.ready(), 0);
@@ -146,12 +146,12 @@ export async function server(input: PluginInput, rawOptions?: Record<string, unk
         template: "List the c2c peers.",
       };
     }),
-    tool: makeTools(addon, sessions, version, async () => []),
+    tool: makeTools(sessions, version, async () => []),
     "command.execute.before": safe(logger, "command.execute.before", async (cmd, output) => {
       if (cmd.command !== "peers") return;
       const broker = await sessions.brokerFor(cmd.sessionID);
       const text = broker
-        ? `${peerListing(addon, broker.listPeers(), version)}\nShow this list to the user as it is.`
+        ? `${broker.framedPeerList(version)}\nShow this list to the user as it is.`
         : "c2c-bridge: this session is not registered with the broker.";
       output.parts.splice(0, output.parts.length, { type: "text", text });
     }),

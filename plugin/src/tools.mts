@@ -2,35 +2,16 @@
  * Model tools (`peer_list`, `peer_send`) and the `/peers` slash command. Every peer-controlled
  * string reaches the model only through the Rust framing functions.
  */
-import type { Addon } from "./addon.mjs";
 import type { Sessions } from "./sessions.mjs";
 import type { ToolContext, ToolDef } from "./host.mjs";
-
-type PeerInfo = ReturnType<InstanceType<Addon["Broker"]>["listPeers"]>[number];
 
 function codeOf(err: unknown): string {
   const e = err as { code?: string; message?: string };
   return `${e.code ?? "E_UNKNOWN"}: ${e.message ?? String(err)}`;
 }
 
-/** The framed peer listing shown by `peer_list` and `/peers`. */
-export function peerListing(addon: Addon, peers: PeerInfo[], ownVersion: string): string {
-  const items = peers
-    .filter((p) => !p.isSelf)
-    .map((p) => ({
-      alias: p.alias,
-      alive: p.alive,
-      directory: p.directory ?? undefined,
-      clientType: p.clientType ?? undefined,
-      pluginVersion: p.pluginVersion ?? undefined,
-      stale: p.pluginVersion != null && p.clientType === "opencode" && p.pluginVersion !== ownVersion,
-    }));
-  return addon.frameListing("c2c peers", items);
-}
-
 /** Build the tools. `viaFor` gives the hop list inherited by a message sent from a turn. */
 export function makeTools(
-  addon: Addon,
   sessions: Sessions,
   pluginVersion: string,
   viaFor: (ctx: ToolContext) => Promise<string[]>,
@@ -43,7 +24,7 @@ export function makeTools(
       async execute(_args, ctx) {
         const broker = await sessions.brokerFor(ctx.sessionID);
         if (!broker) throw new Error("this session is not registered with the c2c broker");
-        return peerListing(addon, broker.listPeers(), pluginVersion);
+        return broker.framedPeerList(pluginVersion);
       },
     },
     peer_send: {

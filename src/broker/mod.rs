@@ -269,6 +269,50 @@ impl Broker {
             .collect())
     }
 
+    /// The other registrations as one framed listing for a model (alias, alive, client,
+    /// directory, plugin version; `stale` when an OpenCode peer runs a plugin version other
+    /// than `own_version`). Every peer-controlled string is escaped by the envelope.
+    ///
+    /// # Errors
+    /// As [`Broker::list_peers`].
+    pub fn framed_peer_list(&self, own_version: &str) -> Result<String> {
+        let peers: Vec<Peer> = self.list_peers()?.into_iter().filter(|p| !p.is_self).collect();
+        let fields: Vec<Vec<(&str, String)>> = peers
+            .iter()
+            .map(|p| {
+                let mut f = vec![("alive", p.alive.to_string())];
+                if let Some(c) = &p.client_type {
+                    f.push(("client", c.clone()));
+                }
+                if let Some(d) = &p.directory {
+                    f.push(("directory", d.clone()));
+                }
+                if let Some(v) = &p.plugin_version {
+                    f.push(("plugin_version", v.clone()));
+                    if p.client_type.as_deref() == Some("opencode") && v != own_version {
+                        f.push(("stale", format!("runs c2c-bridge {v}, this session runs {own_version}")));
+                    }
+                }
+                f
+            })
+            .collect();
+        let borrowed: Vec<Vec<(&str, &str)>> = fields
+            .iter()
+            .map(|f| f.iter().map(|(k, v)| (*k, v.as_str())).collect())
+            .collect();
+        let items: Vec<crate::envelope::ListingItem<'_>> = peers
+            .iter()
+            .zip(&borrowed)
+            .map(|(p, f)| crate::envelope::ListingItem {
+                label: &p.alias,
+                fields: f,
+                text: None,
+            })
+            .collect();
+        let title = format!("c2c peers of {} (you)", self.alias);
+        Ok(crate::envelope::frame_listing(&title, &items))
+    }
+
     /// Our own registration, or [`Error::NotRegistered`] when it is gone (swept, replaced
     /// by a re-registration of the alias, or removed by another tool).
     pub(crate) fn own_registration(&self, regs: &[Registration]) -> Result<Registration> {

@@ -117,6 +117,13 @@ impl JsBroker {
             .collect())
     }
 
+    /// The other registrations as one framed listing for a model; OpenCode peers whose
+    /// `pluginVersion` differs from `ownVersion` are flagged `stale`. Errors: as `listPeers`.
+    #[napi(catch_unwind)]
+    pub fn framed_peer_list(&self, own_version: String) -> Result<String, JsCode> {
+        self.inner.framed_peer_list(&own_version).map_err(to_js)
+    }
+
     /// Queue `content` for the live session registered as `toAlias` (case-insensitive).
     /// Returns `{ messageId, toAlias, toSessionId, ts, status: "queued" }`.
     ///
