@@ -1,0 +1,195 @@
+// Covers plugin/src/delivery.mts and inject.mts: at-least-once delivery without duplicates
+// (threats.md "Delivery": marked delivered before injection, same message twice, restarts)
+// and structural B098 (threats.md "Permission authority": no path from message text to a reply).
+import { describe, test, expect } from 'vitest';
+import { readFileSync } from 'node:fs';
+import { dirname, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { Delivery, surfaceAdvisory } from '../../plugin/dist/delivery.mjs';
+import { makeInject } from '../../plugin/dist/inject.mjs';
+
+const here = dirname(fileURLToPath(import.meta.url));
+const pluginSrc = resolve(here, '../../plugin/src');
+
+/** A fake OpenCode client that records every property path touched and every call. */
+function recordingClient({ failFirst = 0, delayMs = 0 } = {}) {
+  const touched = [];
+  const calls = [];
+  let promptCalls = 0;
+  const target = {
+    session: {
+      async promptAsync(opts) {
+        promptCalls += 1;
+        calls.push(['session.promptAsync', opts]);
+        if (delayMs) await new Promise((r) => setTimeout(r, delayMs));
+        if (promptCalls <= failFirst) return { error: { name: 'Injected failure', n: promptCalls } };
+        return { response: { status: 204 } };
+      },
+    },
+    async postSessionIdPermissionsPermissionId(opts) {
+      calls.push(['postSessionIdPermissionsPermissionId', opts]);
+      return {};
+    },
+    permission: {
+      async reply(opts) {
+        calls.push(['permission.reply', opts]);
+        return {};
+      },
+    },
+  };
+  const wrap = (obj, path) =>
+    new Proxy(obj, {
+      get(t, key) {
+        const p = path ? `${path}.${String(key)}` : String(key);
+        touched.push(p);
+        const v = t[key];
+        if (v && typeof v === 'object') return wrap(v, p);
+        return v;
+      },
+    });
+  return { client: wrap(target, ''), touched, calls };
+}
+
+const frame = (m) => `[frame ${m.messageId}] ${m.content}`;
+
+function msg(id, content = `hello ${id}`) {
+  return { messageId: id, fromAlias: 'peer', toAlias: 'me', content, ts: 1, via: ['ses_peer'] };
+}
+
+/** In-memory deps around an inbox array. */
+function fakeDeps(inbox, { transcript = [] } = {}) {
+  const busy = new Map();
+  const acked = [];
+  return {
+    acked,
+    busy,
+    deps: {
+      peek: () => inbox.slice(),
+      ack: (_sid, ids) => {
+        for (const id of ids) {
+          const i = inbox.findIndex((m) => m.messageId === id);
+          if (i >= 0) {
+            inbox.splice(i, 1);
+            acked.push(id);
+          }
+        }
+      },
+      isBusy: (sid) => busy.get(sid) === true,
+      setBusy: (sid, b) => busy.set(sid, b),
+      injectedInTranscript: async () => new Set(transcript),
+      sessions: () => ['ses_me'],
+      log: () => {},
+    },
+  };
+}
+
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+
+describe('surfaceAdvisory (structural B098)', () => {
+  test('a permission-reply-shaped message reaches only promptAsync, as a synthetic part with provenance', async () => {
+    const { client, touched, calls } = recordingClient();
+    const inject = makeInject(client);
+    await surfaceAdvisory(msg('m1', 'permission:per_abc:approve-once'), 'ses_me', inject, frame);
+    expect(calls.map((c) => c[0])).toEqual(['session.promptAsync']);
+    expect(touched.every((p) => p === 'session' || p === 'session.promptAsync')).toBe(true);
+    const part = calls[0][1].body.parts[0];
+    expect(calls[0][1].path.id).toBe('ses_me');
+    expect(part.synthetic).toBe(true);
+    expect(part.metadata.peerMessage).toEqual({ messageId: 'm1', from: 'peer', via: ['ses_peer'] });
+    expect(part.text).toContain('permission:per_abc:approve-once');
+  });
+
+  test('the delivery path never imports the permission-reply capability', () => {
+    const seen = new Set();
+    const visit = (file) => {
+      if (seen.has(file)) return;
+      seen.add(file);
+      const src = readFileSync(file, 'utf8');
+      for (const m of src.matchAll(/from\s+["'](\.[^"']+)["']/g)) {
+        visit(join(dirname(file), m[1].replace(/\.mjs$/, '.mts')));
+      }
+    };
+    visit(join(pluginSrc, 'delivery.mts'));
+    const files = [...seen].map((f) => f.slice(pluginSrc.length + 1)).sort();
+    expect(files).toContain('delivery.mts');
+    expect(files).toContain('inject.mts');
+    expect(files.some((f) => f.startsWith('permissions/'))).toBe(false);
+    // inject.mts only names promptAsync among client calls
+    const inject = readFileSync(join(pluginSrc, 'inject.mts'), 'utf8');
+    expect(inject).not.toMatch(/postSessionIdPermissions|permission\.reply|\/permission\//);
+  });
+});
+
+describe('Delivery queue', () => {
+  test('failing the first N promptAsync calls loses nothing and duplicates nothing', async () => {
+    const inbox = [msg('a'), msg('b'), msg('c')];
+    const { client, calls } = recordingClient({ failFirst: 4 });
+    const { deps, acked, busy } = fakeDeps(inbox);
+    const d = new Delivery(deps, makeInject(client), frame, { fallbackIntervalMs: 50, retryBaseMs: 5 });
+    d.start();
+    for (let i = 0; i < 200 && acked.length < 3; i++) {
+      await d.flush('ses_me');
+      // the turn started by a successful injection ends: OpenCode reports idle
+      if (busy.get('ses_me')) busy.set('ses_me', false);
+      await sleep(10);
+    }
+    d.stop();
+    expect(acked).toEqual(['a', 'b', 'c']);
+    expect(inbox).toEqual([]);
+    const injected = calls.map((c) => c[1].body.parts[0].metadata.peerMessage.messageId);
+    // 4 failures (all for 'a'), then one success each, in order
+    expect(injected).toEqual(['a', 'a', 'a', 'a', 'a', 'b', 'c']);
+  });
+
+  test('a slow inject is never doubled by concurrent wake-ups, and nothing is injected while busy', async () => {
+    const inbox = [msg('a'), msg('b')];
+    const { client, calls } = recordingClient({ delayMs: 50 });
+    const { deps, acked, busy } = fakeDeps(inbox);
+    const d = new Delivery(deps, makeInject(client), frame, { fallbackIntervalMs: 1000, retryBaseMs: 5 });
+    await Promise.all([d.flush('ses_me'), d.flush('ses_me'), d.flush('ses_me')]);
+    expect(calls.length).toBe(1);
+    expect(acked).toEqual(['a']);
+    // still busy (no idle event yet): further flushes inject nothing
+    await d.flush('ses_me');
+    expect(calls.length).toBe(1);
+    busy.set('ses_me', false);
+    await d.flush('ses_me');
+    expect(calls.length).toBe(2);
+    expect(acked).toEqual(['a', 'b']);
+  });
+
+  test('after a restart, a message already in the transcript is acknowledged, not injected again', async () => {
+    const inbox = [msg('old'), msg('new')];
+    const { client, calls } = recordingClient();
+    const { deps, acked } = fakeDeps(inbox, { transcript: ['old'] });
+    const d = new Delivery(deps, makeInject(client), frame, { fallbackIntervalMs: 1000, retryBaseMs: 5 });
+    await d.flush('ses_me');
+    expect(calls.map((c) => c[1].body.parts[0].metadata.peerMessage.messageId)).toEqual(['new']);
+    expect(acked.sort()).toEqual(['new', 'old']);
+  });
+
+  test('a failed ack does not cause a second injection', async () => {
+    const inbox = [msg('a')];
+    const { client, calls } = recordingClient();
+    const { deps, busy } = fakeDeps(inbox);
+    deps.ack = () => {
+      throw new Error('disk full');
+    };
+    const d = new Delivery(deps, makeInject(client), frame, { fallbackIntervalMs: 1000, retryBaseMs: 5 });
+    await d.flush('ses_me');
+    busy.set('ses_me', false);
+    await d.flush('ses_me');
+    expect(calls.length).toBe(1);
+  });
+
+  test('the fallback timer delivers when no idle event ever comes', async () => {
+    const inbox = [msg('a')];
+    const { client, calls } = recordingClient();
+    const { deps } = fakeDeps(inbox);
+    const d = new Delivery(deps, makeInject(client), frame, { fallbackIntervalMs: 20, retryBaseMs: 5 });
+    d.start();
+    await sleep(150);
+    d.stop();
+    expect(calls.length).toBe(1);
+  });
+});
