@@ -11,6 +11,8 @@
 //! - `registry`, `inbox`, `rooms`, `log`: c2c's broker-root files, read and written in
 //!   c2c 0.8's format.
 //! - `broker`: the identity-bound handle that every caller goes through.
+//! - [`provenance`]: the turn index and `parentID` walk (was this turn peer-triggered?).
+//! - [`policy`]: pure decisions: `peerPermissions`, inbound gating, hop limit, rate limit.
 //! - [`node`]: napi classes and functions; error-code mapping.
 //!
 //! # Terminology
@@ -29,5 +31,7 @@
 
 pub mod error;
 pub mod node;
+pub mod policy;
+pub mod provenance;
 
 pub use error::{Error, ErrorCode};
