@@ -824,7 +824,9 @@ impl TurnIndex {
             return idle_or_unknown(None);
         };
         match history {
-            History::Complete { since } if a.created < since => return LoopAt::SurelyIdle,
+            History::Complete { since } if a.created < since && since <= t => {
+                return LoopAt::SurelyIdle
+            }
             History::Trimmed { since } if a.created < since => return LoopAt::Unknown,
             _ => {}
         }
@@ -841,7 +843,7 @@ impl TurnIndex {
             Some(c) if c > t => LoopAt::SurelyRunning(a_id),
             Some(c) => {
                 let idle_seen = idles.is_some_and(|v| v.iter().any(|&s| c <= s && s <= t));
-                let settled = a.ends_loop() && c.saturating_add(self.limits.settle_ms) <= t;
+                let settled = a.ends_loop() && c.saturating_add(self.limits.settle_ms.max(0)) <= t;
                 if idle_seen || settled {
                     idle_or_unknown(Some(a))
                 } else {

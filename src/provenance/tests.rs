@@ -696,9 +696,29 @@ fn ten_thousand_messages_answer_quickly() {
         }
     }
     let per = start.elapsed() / n;
+    eprintln!("{per:?} per lookup on a 10 000-message index");
     // Microseconds in release; generous for unoptimised test builds on a shared machine.
     assert!(
         per < std::time::Duration::from_micros(200),
         "{per:?} per lookup"
     );
+}
+
+#[test]
+fn message_from_before_the_instance_started_is_not_trusted_idle() {
+    // A peer message created before this instance started: the index cannot know whether a
+    // loop was running then, so it asks, and a second miss is local.
+    let mut ix = TurnIndex::new(Limits {
+        instance_started_ms: Some(1_000),
+        ..Limits::default()
+    });
+    ix.observe_session(SES, None);
+    peer(&mut ix, "p1", SES, 500);
+    ix.observe_message(step("a1", SES, "p1", 2_000, Some(2_100), Some("stop")));
+    assert_eq!(ix.provenance(SES, "a1"), Lookup::NeedSession(SES.into()));
+    assert!(!resolve(&mut ix, SES, "a1").is_peer_triggered());
+    // Once the instance runs and the session has settled, a new peer message is a peer turn.
+    peer(&mut ix, "p2", SES, 5_000);
+    ix.observe_message(step("a2", SES, "p2", 5_010, None, None));
+    assert!(resolve(&mut ix, SES, "a2").is_peer_triggered());
 }
