@@ -2,7 +2,7 @@
 //! an injected peer message started.
 //!
 //! The inputs are typed and local: the request's kind and ids, the turn's
-//! [`Provenance`](crate::provenance::Provenance), the local mode and the guardrail's verdict.
+//! [`Provenance`], the local mode and the guardrail's verdict.
 //! Message text is never an input.
 //!
 //! | turn            | `allow`                               | `ask`   | `deny`        |
