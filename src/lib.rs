@@ -13,6 +13,9 @@
 //! - [`watch`]: the inbox watcher (notify/inotify).
 //! - [`broker`]: the identity-bound handle every caller goes through.
 //! - [`envelope`]: framing of peer text for the model; permission-reply recognition.
+//! - [`provenance`]: the turn index and `parentID` walk (was this turn peer-triggered?).
+//! - [`policy`]: pure decisions: `peerPermissions`, inbound gating, hop limit, rate limit,
+//!   the protected-path guardrail.
 //! - [`node`]: napi classes and functions; error-code mapping.
 //!
 //! # Terminology
@@ -41,6 +44,8 @@ pub mod liveness;
 pub mod log;
 pub mod node;
 pub mod pending;
+pub mod policy;
+pub mod provenance;
 pub mod registry;
 pub mod store;
 pub mod time;

@@ -1,0 +1,858 @@
+//! The turn index and the `parentID` walk: was the turn that raised a permission request
+//! started by an injected peer message?
+//!
+//! One [`TurnIndex`] lives in each plugin instance. The plugin feeds it OpenCode events
+//! (`message.updated`, `message.part.updated`, `session.created`/`session.updated`,
+//! `session.status`/`session.idle`) and asks [`TurnIndex::provenance`] when a
+//! `permission.asked` / `permission.v2.asked` event names a tool's assistant message.
+//!
+//! Units: every time here is an OpenCode time, **epoch milliseconds** ([`EpochMs`]), as in
+//! `info.time.created`. Status observations are stamped by the plugin with `Date.now()` when
+//! it receives the event; OpenCode and the plugin share one process, hence one clock.
+//!
+//! # The walk
+//!
+//! permission → the tool's assistant message `A` (`tool.messageID` / `source.messageID`) →
+//! `A.parentID`, the user message `U` that the loop was processing when it created `A` →
+//! did `U` *start* a loop, or was it *folded* into a loop that was already running? If it
+//! started one, `U` is the turn's origin: a peer turn iff `U` carries
+//! `metadata.peerMessage`. If it was folded, the origin is the origin of the running loop,
+//! found by walking on from that loop's latest step. A `task` child session's turn that was
+//! started by the parent's task tool takes the origin of the parent's loop (again by time).
+//!
+//! # The folding rule (OpenCode 1.18.33)
+//!
+//! OpenCode's loop re-reads the session before each step and continues while the last
+//! assistant step finished with `"tool-calls"`/`"unknown"` (or has no finish), or while a user
+//! message newer than that step exists; every later step's `parentID` is the *newest* user
+//! message. So a message created while a loop runs is folded into it (the busy-session
+//! hazard). For a user message `U` of session `S`, let `A` be the latest assistant message of
+//! `S` created before `U` (not counting `U`'s own steps). At `t = U.time.created`:
+//!
+//! - **surely running**: `A.created < t` and `A` has not completed by `t` (`time.completed`
+//!   missing or later than `t`). A step was in progress; the loop must pick `U` up.
+//! - **surely idle**: there is no `A` and the index holds the session's whole relevant
+//!   history ([`TurnIndex::mark_history_complete`], `session.created` seen, or
+//!   [`Limits::instance_started_ms`]); or `A` ended the loop (it has an error, or a finish
+//!   other than `"tool-calls"`/`"unknown"`) and completed at least [`Limits::settle_ms`]
+//!   before `t`; or `A` completed and an `idle` status was observed between `A`'s completion
+//!   and `t`; or `A` was created before the plugin instance started (no loop outlives its
+//!   instance: OpenCode aborts an instance's loops when it disposes it).
+//! - anything else (between two steps, a millisecond tie, just after a loop-ending step, a
+//!   gap in the history) is **uncertain**.
+//!
+//! Then: an **unmarked** `U` (typed by the user, or a `task` prompt) is folded only if the
+//! loop was *surely running*; a **peer-marked** `U` starts its own turn only if the session
+//! was *surely idle*, and is otherwise treated as folded into the loop of `A`.
+//!
+//! Why asymmetric: a mistake can only hurt in one direction. Calling a turn peer-triggered
+//! lets `peerPermissions=allow` approve its tools without the user seeing them, so a user's
+//! turn must never be called peer-triggered on uncertain evidence. Calling a peer turn local
+//! only shows the user OpenCode's own prompt. So every uncertainty resolves towards "local".
+//!
+//! Why "origin of the running loop" in both directions (a peer message folded into the
+//! user's turn stays local; a user message folded into a peer turn stays peer-triggered):
+//! neither party can change who started a running loop by adding a message to it. In
+//! particular the user's interjection does not *launder* a peer turn into a local one,
+//! which under `deny` would move peer-originated tool calls to a prompt that does not say
+//! where they came from. The user keeps control: they can interrupt the turn.
+//!
+//! Compaction (an assistant `summary` message, or a user message with a `compaction` part)
+//! ends the walk as local: after compaction the model's context no longer shows what started
+//! the turn, and OpenCode continues it with a fresh synthetic user message.
+//!
+//! # Missing data
+//!
+//! When the walk needs a message the index lacks, [`TurnIndex::provenance`] answers
+//! [`Lookup::NeedMessage`]; for a session whose parent or history is unknown,
+//! [`Lookup::NeedSession`]. The plugin fetches it once, feeds it and asks again. Each id is
+//! asked for at most once (a bounded memory of ids): a second miss resolves to local
+//! ([`Basis::Missing`]). The walk is bounded by [`Limits::max_hops`] and cycle-safe.
+//!
+//! # Memory
+//!
+//! At most [`Limits::max_messages`] messages and [`Limits::max_sessions`] sessions. Over
+//! either cap the least recently active session is forgotten whole; if the session being
+//! fed is the only one left, its oldest messages are dropped and its history is marked
+//! trimmed (walks reaching into the dropped part ask for it again). Part marks that arrive
+//! before their message are kept, at most `max_messages` of them, oldest dropped first.
+
+use std::collections::{HashMap, HashSet, VecDeque};
+
+/// Epoch milliseconds, as OpenCode writes `time.created` / `time.completed` (JS `Date.now()`).
+pub type EpochMs = i64;
+
+/// The role of an OpenCode message (`info.role`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Role {
+    /// `"user"`: typed by the user, injected with `promptAsync`, or a `task` prompt.
+    User,
+    /// `"assistant"`: one step of the model loop.
+    Assistant,
+}
+
+/// The facts of one OpenCode message (`message.updated` → `properties.info`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MessageInfo {
+    /// `info.id` (`msg_…`).
+    pub id: String,
+    /// `info.sessionID` (`ses_…`).
+    pub session_id: String,
+    /// `info.role`.
+    pub role: Role,
+    /// `info.parentID`: for an assistant message, the user message its loop was processing
+    /// when the step was created. `None` for user messages.
+    pub parent_id: Option<String>,
+    /// `info.time.created`, epoch milliseconds.
+    pub created_ms: EpochMs,
+    /// `info.time.completed`, epoch milliseconds; `None` while the step runs.
+    pub completed_ms: Option<EpochMs>,
+    /// `info.finish` (assistant only), e.g. `"tool-calls"`, `"stop"`, `"length"`.
+    pub finish: Option<String>,
+    /// Whether `info.error` is set (assistant only): an errored or aborted step ends its loop.
+    pub error: bool,
+    /// Whether `info.summary` is true (a compaction summary).
+    pub summary: bool,
+}
+
+/// The `metadata.peerMessage` that c2c-bridge writes on the part of an injected message.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PeerMark {
+    /// `peerMessage.messageId`: the c2c message id.
+    pub message_id: String,
+    /// `peerMessage.from`: the sender's alias.
+    pub from: String,
+    /// `peerMessage.via`: the hop list the message carried (see [`crate::policy::hops`]).
+    pub via: Vec<String>,
+}
+
+/// Why a walk ended where it did (for logs and tests; the decision uses only
+/// [`Provenance::peer`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Basis {
+    /// The turn was started by an unmarked user message: the user's own turn.
+    UserTurn,
+    /// The turn was started by a message carrying `metadata.peerMessage`.
+    PeerTurn,
+    /// The walk reached a compaction message: local.
+    Compaction,
+    /// A message or session was missing even after one fetch: local.
+    Missing,
+    /// The walk exceeded [`Limits::max_hops`] or met a cycle: local.
+    Limit,
+    /// The tool message belongs to another session than the permission request: local.
+    SessionMismatch,
+}
+
+/// The answer of a finished walk.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Provenance {
+    /// The mark of the peer message that started the turn; `None` for a local turn.
+    pub peer: Option<PeerMark>,
+    /// Why the walk ended here.
+    pub basis: Basis,
+    /// Whether the walk passed through at least one folded message (busy-session case).
+    pub folded: bool,
+    /// Whether the origin was inherited from a parent session (`task` child session).
+    pub inherited: bool,
+}
+
+impl Provenance {
+    /// Whether the turn was started by a peer message (and may be auto-answered).
+    pub fn is_peer_triggered(&self) -> bool {
+        self.peer.is_some()
+    }
+
+    /// A local answer with the given basis.
+    pub fn local(basis: Basis) -> Self {
+        Provenance {
+            peer: None,
+            basis,
+            folded: false,
+            inherited: false,
+        }
+    }
+}
+
+/// The answer of [`TurnIndex::provenance`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Lookup {
+    /// The walk finished.
+    Resolved(Provenance),
+    /// Fetch this message (`client.session.message({path:{id: session, messageID}})`), feed
+    /// its info with [`TurnIndex::observe_message`] and its parts' marks with
+    /// [`TurnIndex::observe_peer_part`] / [`TurnIndex::observe_compaction_part`], then ask
+    /// again. If it cannot be fetched, just ask again: it then counts as missing.
+    NeedMessage {
+        /// The session the message belongs to (as far as the walk knows).
+        session_id: String,
+        /// The missing message id.
+        message_id: String,
+    },
+    /// Fetch this session's info (`client.session.get`) and feed it with
+    /// [`TurnIndex::observe_session`], fetch its messages (`client.session.messages`) and
+    /// feed them all, then call [`TurnIndex::mark_history_complete`] and ask again.
+    NeedSession(String),
+}
+
+/// The bounds of a [`TurnIndex`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Limits {
+    /// Most messages held (default 20 000).
+    pub max_messages: usize,
+    /// Most sessions held (default 1 024).
+    pub max_sessions: usize,
+    /// Most messages and sessions one walk visits before resolving to local (default 64).
+    pub max_hops: usize,
+    /// How long after a loop-ending step completes a new user message may still have been
+    /// folded into that loop, in milliseconds (default 2 000). Only an `idle` status
+    /// observation shortens it. See the module doc.
+    pub settle_ms: EpochMs,
+    /// When this plugin instance started (epoch ms, `Date.now()` when the plugin function
+    /// ran), if known. No loop outlives its instance, so steps created before it are not
+    /// running any more. `None` disables that rule (more [`Lookup::NeedSession`]s).
+    pub instance_started_ms: Option<EpochMs>,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            max_messages: 20_000,
+            max_sessions: 1_024,
+            max_hops: 64,
+            settle_ms: 2_000,
+            instance_started_ms: None,
+        }
+    }
+}
+
+/// How much of a session's history the index is sure to hold.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum History {
+    /// Nothing is known to be complete.
+    Unknown,
+    /// Every message created at or after `since` is held, and no loop running at any time
+    /// at or after `since` started before it.
+    Complete { since: EpochMs },
+    /// Messages created before `since` were dropped by the memory bound.
+    Trimmed { since: EpochMs },
+}
+
+#[derive(Debug)]
+struct Msg {
+    session: String,
+    role: Role,
+    parent: Option<String>,
+    created: EpochMs,
+    completed: Option<EpochMs>,
+    finish: Option<String>,
+    error: bool,
+    summary: bool,
+}
+
+impl Msg {
+    /// Whether this assistant step ends its loop once completed.
+    fn ends_loop(&self) -> bool {
+        self.error
+            || self
+                .finish
+                .as_deref()
+                .is_some_and(|f| f != "tool-calls" && f != "unknown")
+    }
+}
+
+#[derive(Debug)]
+struct Sess {
+    /// `None`: not known yet; `Some(None)`: top level; `Some(Some(p))`: child of `p`.
+    parent: Option<Option<String>>,
+    history: History,
+    /// Assistant messages sorted by (created, id).
+    assistants: Vec<(EpochMs, String)>,
+    /// All held message ids in arrival order (for trimming).
+    order: VecDeque<String>,
+    /// Recent `idle` status stamps, oldest first.
+    idles: VecDeque<EpochMs>,
+    /// Activity counter value of the last event for this session (for eviction).
+    last_active: u64,
+}
+
+const IDLES_KEPT: usize = 16;
+
+/// A bounded memory of ids, oldest forgotten first.
+#[derive(Debug, Default)]
+struct BoundedSet {
+    set: HashSet<String>,
+    order: VecDeque<String>,
+}
+
+impl BoundedSet {
+    fn insert(&mut self, id: String, cap: usize) -> bool {
+        if self.set.contains(&id) {
+            return false;
+        }
+        self.set.insert(id.clone());
+        self.order.push_back(id);
+        while self.order.len() > cap.max(1) {
+            if let Some(old) = self.order.pop_front() {
+                self.set.remove(&old);
+            }
+        }
+        true
+    }
+
+    fn contains(&self, id: &str) -> bool {
+        self.set.contains(id)
+    }
+}
+
+/// The state of a session's loop at one moment.
+enum LoopAt<'a> {
+    SurelyIdle,
+    SurelyRunning(&'a str),
+    /// Possibly running, with the step it would be running.
+    Uncertain(&'a str),
+    /// The index lacks the history to say.
+    Unknown,
+}
+
+/// An item the walk lacks.
+enum Need<'a> {
+    Message { session: &'a str, id: &'a str },
+    Session(&'a str),
+}
+
+/// The origin of a turn as the walk found it (borrowing from the index).
+struct Origin<'a> {
+    peer: Option<&'a PeerMark>,
+    basis: Basis,
+    folded: bool,
+    inherited: bool,
+}
+
+impl<'a> Origin<'a> {
+    fn local(basis: Basis) -> Self {
+        Origin {
+            peer: None,
+            basis,
+            folded: false,
+            inherited: false,
+        }
+    }
+}
+
+/// Per-walk state: hop budget, visited ids, ids already asked for.
+struct Walk<'w> {
+    hops: usize,
+    visited: Vec<&'w str>,
+    asked: &'w BoundedSet,
+}
+
+/// The per-plugin-instance index of messages, sessions and peer marks. See the module doc.
+#[derive(Debug)]
+pub struct TurnIndex {
+    limits: Limits,
+    messages: HashMap<String, Msg>,
+    sessions: HashMap<String, Sess>,
+    peer_marks: HashMap<String, PeerMark>,
+    peer_mark_order: VecDeque<String>,
+    compaction: BoundedSet,
+    asked: BoundedSet,
+    tick: u64,
+}
+
+impl TurnIndex {
+    /// An empty index with these bounds.
+    pub fn new(limits: Limits) -> Self {
+        TurnIndex {
+            limits,
+            messages: HashMap::new(),
+            sessions: HashMap::new(),
+            peer_marks: HashMap::new(),
+            peer_mark_order: VecDeque::new(),
+            compaction: BoundedSet::default(),
+            asked: BoundedSet::default(),
+            tick: 0,
+        }
+    }
+
+    /// The bounds this index was built with.
+    pub fn limits(&self) -> &Limits {
+        &self.limits
+    }
+
+    /// Number of messages held.
+    pub fn message_count(&self) -> usize {
+        self.messages.len()
+    }
+
+    /// Number of sessions held.
+    pub fn session_count(&self) -> usize {
+        self.sessions.len()
+    }
+
+    fn default_history(&self) -> History {
+        match self.limits.instance_started_ms {
+            Some(since) => History::Complete { since },
+            None => History::Unknown,
+        }
+    }
+
+    fn touch(&mut self, session_id: &str) -> &mut Sess {
+        self.tick += 1;
+        let tick = self.tick;
+        let history = self.default_history();
+        let s = self
+            .sessions
+            .entry(session_id.to_string())
+            .or_insert_with(|| Sess {
+                parent: None,
+                history,
+                assistants: Vec::new(),
+                order: VecDeque::new(),
+                idles: VecDeque::new(),
+                last_active: tick,
+            });
+        s.last_active = tick;
+        s
+    }
+
+    /// Feed a `session.updated` event (or a fetched session): `parent_session_id` is
+    /// `info.parentID`, set for `task` child sessions.
+    pub fn observe_session(&mut self, session_id: &str, parent_session_id: Option<&str>) {
+        let s = self.touch(session_id);
+        s.parent = Some(parent_session_id.map(str::to_string));
+        self.enforce_bounds(session_id);
+    }
+
+    /// Feed a `session.created` event. Like [`TurnIndex::observe_session`], and the index
+    /// now knows it will see the session's whole history.
+    pub fn observe_session_created(&mut self, session_id: &str, parent_session_id: Option<&str>) {
+        let s = self.touch(session_id);
+        s.parent = Some(parent_session_id.map(str::to_string));
+        if !matches!(s.history, History::Trimmed { .. }) {
+            s.history = History::Complete {
+                since: EpochMs::MIN,
+            };
+        }
+        self.enforce_bounds(session_id);
+    }
+
+    /// Declare that every message of `session_id` has been fed (after a full fetch).
+    pub fn mark_history_complete(&mut self, session_id: &str) {
+        let s = self.touch(session_id);
+        if !matches!(s.history, History::Trimmed { .. }) {
+            s.history = History::Complete {
+                since: EpochMs::MIN,
+            };
+        }
+        self.enforce_bounds(session_id);
+    }
+
+    /// Feed a `session.status` event (`busy` is `status.type == "busy"` or `"retry"`) or a
+    /// `session.idle` event (`busy = false`), stamped `at_ms = Date.now()` on receipt.
+    /// Only `idle` observations are used as evidence (see the module doc): `busy` is
+    /// published once per loop, not per step, and says nothing about folding.
+    pub fn observe_status(&mut self, session_id: &str, busy: bool, at_ms: EpochMs) {
+        let s = self.touch(session_id);
+        if !busy {
+            s.idles.push_back(at_ms);
+            while s.idles.len() > IDLES_KEPT {
+                s.idles.pop_front();
+            }
+        }
+        self.enforce_bounds(session_id);
+    }
+
+    /// Feed a `message.updated` event (or a fetched message). Repeated updates of one
+    /// message (e.g. its completion) replace the earlier facts.
+    pub fn observe_message(&mut self, info: MessageInfo) {
+        let MessageInfo {
+            id,
+            session_id,
+            role,
+            parent_id,
+            created_ms,
+            completed_ms,
+            finish,
+            error,
+            summary,
+        } = info;
+        if let Some(old) = self.messages.get_mut(&id) {
+            if old.session == session_id && old.role == role && old.created == created_ms {
+                old.parent = parent_id;
+                old.completed = completed_ms;
+                old.finish = finish;
+                old.error = error;
+                old.summary = summary;
+                self.touch(&session_id);
+                return;
+            }
+            self.remove_message(&id);
+        }
+        let s = self.touch(&session_id);
+        s.order.push_back(id.clone());
+        if role == Role::Assistant {
+            let key = (created_ms, id.clone());
+            let at = s.assistants.partition_point(|k| *k < key);
+            s.assistants.insert(at, key);
+        }
+        self.messages.insert(
+            id,
+            Msg {
+                session: session_id.clone(),
+                role,
+                parent: parent_id,
+                created: created_ms,
+                completed: completed_ms,
+                finish,
+                error,
+                summary,
+            },
+        );
+        self.enforce_bounds(&session_id);
+    }
+
+    /// Feed a `message.part.updated` event whose part has `metadata.peerMessage`: the
+    /// message `message_id` is an injected peer message. May arrive before the message.
+    pub fn observe_peer_part(&mut self, message_id: &str, session_id: &str, mark: PeerMark) {
+        self.touch(session_id);
+        self.enforce_bounds(session_id);
+        if self
+            .peer_marks
+            .insert(message_id.to_string(), mark)
+            .is_none()
+        {
+            self.peer_mark_order.push_back(message_id.to_string());
+            while self.peer_mark_order.len() > self.limits.max_messages.max(1) {
+                if let Some(old) = self.peer_mark_order.pop_front() {
+                    self.peer_marks.remove(&old);
+                }
+            }
+        }
+    }
+
+    /// Feed a `message.part.updated` event whose part has `type: "compaction"`: the message
+    /// `message_id` asks for a compaction. May arrive before the message.
+    pub fn observe_compaction_part(&mut self, message_id: &str, session_id: &str) {
+        self.touch(session_id);
+        self.enforce_bounds(session_id);
+        self.compaction
+            .insert(message_id.to_string(), self.limits.max_messages);
+    }
+
+    /// Forget a session and its messages (`session.deleted`, or the plugin's own cleanup).
+    pub fn forget_session(&mut self, session_id: &str) {
+        if let Some(s) = self.sessions.remove(session_id) {
+            for id in s.order {
+                self.messages.remove(&id);
+                self.peer_marks.remove(&id);
+            }
+        }
+    }
+
+    fn remove_message(&mut self, id: &str) {
+        if let Some(m) = self.messages.remove(id) {
+            if let Some(s) = self.sessions.get_mut(&m.session) {
+                if m.role == Role::Assistant {
+                    let key = (m.created, id.to_string());
+                    if let Ok(at) = s.assistants.binary_search(&key) {
+                        s.assistants.remove(at);
+                    }
+                }
+                if let Some(pos) = s.order.iter().position(|x| x == id) {
+                    s.order.remove(pos);
+                }
+            }
+        }
+    }
+
+    fn enforce_bounds(&mut self, current: &str) {
+        while self.sessions.len() > self.limits.max_sessions.max(1)
+            || self.messages.len() > self.limits.max_messages.max(1)
+        {
+            let victim = self
+                .sessions
+                .iter()
+                .filter(|(id, _)| id.as_str() != current)
+                .min_by_key(|(_, s)| s.last_active)
+                .map(|(id, _)| id.clone());
+            match victim {
+                Some(v) => self.forget_session(&v),
+                None => {
+                    // Only the current session is left: drop its oldest message.
+                    let Some(s) = self.sessions.get_mut(current) else {
+                        return;
+                    };
+                    let Some(old) = s.order.pop_front() else {
+                        return;
+                    };
+                    if let Some(m) = self.messages.remove(&old) {
+                        if m.role == Role::Assistant {
+                            let key = (m.created, old.clone());
+                            if let Ok(at) = s.assistants.binary_search(&key) {
+                                s.assistants.remove(at);
+                            }
+                        }
+                        let cut = m.created.saturating_add(1);
+                        s.history = match s.history {
+                            History::Trimmed { since } => History::Trimmed {
+                                since: since.max(cut),
+                            },
+                            History::Complete { .. } => History::Trimmed { since: cut },
+                            History::Unknown => History::Unknown,
+                        };
+                    }
+                    self.peer_marks.remove(&old);
+                }
+            }
+        }
+    }
+
+    /// Walk from the tool's assistant message `tool_message_id` of a permission request in
+    /// `session_id` to the origin of its turn. See the module doc. Takes `&mut self` only to
+    /// remember which ids it has asked the plugin to fetch.
+    pub fn provenance(&mut self, session_id: &str, tool_message_id: &str) -> Lookup {
+        let result = {
+            let mut walk = Walk {
+                hops: 0,
+                visited: Vec::new(),
+                asked: &self.asked,
+            };
+            match self.walk_tool_message(session_id, tool_message_id, &mut walk) {
+                Ok(o) => Ok(Provenance {
+                    peer: o.peer.cloned(),
+                    basis: o.basis,
+                    folded: o.folded,
+                    inherited: o.inherited,
+                }),
+                Err(Need::Message { session, id }) => Err(Lookup::NeedMessage {
+                    session_id: session.to_string(),
+                    message_id: id.to_string(),
+                }),
+                Err(Need::Session(s)) => Err(Lookup::NeedSession(s.to_string())),
+            }
+        };
+        match result {
+            Ok(p) => Lookup::Resolved(p),
+            Err(need) => {
+                let key = match &need {
+                    Lookup::NeedMessage { message_id, .. } => format!("m:{message_id}"),
+                    Lookup::NeedSession(s) => format!("s:{s}"),
+                    Lookup::Resolved(_) => unreachable!("only needs reach here"),
+                };
+                let cap = self.limits.max_messages;
+                self.asked.insert(key, cap);
+                need
+            }
+        }
+    }
+
+    fn may_ask_message(walk: &Walk<'_>, id: &str) -> bool {
+        !walk.asked.contains(&format!("m:{id}"))
+    }
+
+    fn may_ask_session(walk: &Walk<'_>, id: &str) -> bool {
+        !walk.asked.contains(&format!("s:{id}"))
+    }
+
+    /// Count one hop and refuse cycles. `false`: stop the walk as [`Basis::Limit`].
+    fn step<'a>(&'a self, walk: &mut Walk<'a>, id: &'a str) -> bool {
+        walk.hops += 1;
+        if walk.hops > self.limits.max_hops || walk.visited.contains(&id) {
+            return false;
+        }
+        walk.visited.push(id);
+        true
+    }
+
+    fn walk_tool_message<'a>(
+        &'a self,
+        session_id: &'a str,
+        tool_message_id: &'a str,
+        walk: &mut Walk<'a>,
+    ) -> Result<Origin<'a>, Need<'a>> {
+        let Some((id, a)) = self.messages.get_key_value(tool_message_id) else {
+            if Self::may_ask_message(walk, tool_message_id) {
+                return Err(Need::Message {
+                    session: session_id,
+                    id: tool_message_id,
+                });
+            }
+            return Ok(Origin::local(Basis::Missing));
+        };
+        if a.session != session_id {
+            return Ok(Origin::local(Basis::SessionMismatch));
+        }
+        self.origin_of_step(id, walk)
+    }
+
+    /// The origin of the loop an assistant step `step_id` belongs to.
+    fn origin_of_step<'a>(
+        &'a self,
+        step_id: &'a str,
+        walk: &mut Walk<'a>,
+    ) -> Result<Origin<'a>, Need<'a>> {
+        if !self.step(walk, step_id) {
+            return Ok(Origin::local(Basis::Limit));
+        }
+        let Some(a) = self.messages.get(step_id) else {
+            return Ok(Origin::local(Basis::Missing));
+        };
+        if a.summary || a.role != Role::Assistant {
+            return Ok(Origin::local(if a.summary {
+                Basis::Compaction
+            } else {
+                Basis::Missing
+            }));
+        }
+        let Some(parent) = a.parent.as_deref() else {
+            return Ok(Origin::local(Basis::Missing));
+        };
+        match self.messages.get_key_value(parent) {
+            Some((pid, _)) => self.origin_of_user(pid, walk),
+            None if Self::may_ask_message(walk, parent) => Err(Need::Message {
+                session: &a.session,
+                id: parent,
+            }),
+            None => Ok(Origin::local(Basis::Missing)),
+        }
+    }
+
+    /// The origin of the turn the user message `user_id` belongs to.
+    fn origin_of_user<'a>(
+        &'a self,
+        user_id: &'a str,
+        walk: &mut Walk<'a>,
+    ) -> Result<Origin<'a>, Need<'a>> {
+        if !self.step(walk, user_id) {
+            return Ok(Origin::local(Basis::Limit));
+        }
+        let Some(u) = self.messages.get(user_id) else {
+            return Ok(Origin::local(Basis::Missing));
+        };
+        if u.summary || self.compaction.contains(user_id) {
+            return Ok(Origin::local(Basis::Compaction));
+        }
+        if u.role != Role::User {
+            return Ok(Origin::local(Basis::Missing));
+        }
+        let session = u.session.as_str();
+        let t = u.created;
+        let folded_into = |o: Origin<'a>| Origin { folded: true, ..o };
+        match self.peer_marks.get(user_id) {
+            Some(mark) => match self.loop_at(session, t, user_id) {
+                LoopAt::SurelyIdle => Ok(Origin {
+                    peer: Some(mark),
+                    basis: Basis::PeerTurn,
+                    folded: false,
+                    inherited: false,
+                }),
+                LoopAt::SurelyRunning(a) | LoopAt::Uncertain(a) => {
+                    self.origin_of_step(a, walk).map(folded_into)
+                }
+                LoopAt::Unknown if Self::may_ask_session(walk, session) => {
+                    Err(Need::Session(session))
+                }
+                LoopAt::Unknown => Ok(Origin::local(Basis::Missing)),
+            },
+            None => match self.loop_at(session, t, user_id) {
+                LoopAt::SurelyRunning(a) => self.origin_of_step(a, walk).map(folded_into),
+                _ => self.origin_of_new_unmarked_turn(session, t, walk),
+            },
+        }
+    }
+
+    /// An unmarked user message at `t` started a loop in `session`: the user's turn, unless
+    /// `session` is a child session whose parent's loop was surely running at `t` (the
+    /// parent's `task` tool wrote the prompt), in which case it inherits that loop's origin.
+    fn origin_of_new_unmarked_turn<'a>(
+        &'a self,
+        session: &'a str,
+        t: EpochMs,
+        walk: &mut Walk<'a>,
+    ) -> Result<Origin<'a>, Need<'a>> {
+        let Some((sid, s)) = self.sessions.get_key_value(session) else {
+            return Ok(Origin::local(Basis::UserTurn));
+        };
+        let parent = match &s.parent {
+            Some(None) => return Ok(Origin::local(Basis::UserTurn)),
+            Some(Some(p)) => p.as_str(),
+            None if Self::may_ask_session(walk, sid) => return Err(Need::Session(sid)),
+            None => return Ok(Origin::local(Basis::UserTurn)),
+        };
+        if !self.step(walk, sid) {
+            return Ok(Origin::local(Basis::Limit));
+        }
+        match self.loop_at(parent, t, "") {
+            LoopAt::SurelyRunning(b) => self.origin_of_step(b, walk).map(|o| Origin {
+                inherited: true,
+                ..o
+            }),
+            LoopAt::Unknown if Self::may_ask_session(walk, parent) => Err(Need::Session(parent)),
+            _ => Ok(Origin::local(Basis::UserTurn)),
+        }
+    }
+
+    /// The state of `session`'s loop at `t`, judged from its latest assistant step created
+    /// at or before `t` that is not one of `own_user`'s steps.
+    fn loop_at<'a>(&'a self, session: &str, t: EpochMs, own_user: &str) -> LoopAt<'a> {
+        let default_history = self.default_history();
+        let (history, assistants, idles) = match self.sessions.get(session) {
+            Some(s) => (s.history, &s.assistants[..], Some(&s.idles)),
+            None => (default_history, &[][..], None),
+        };
+        let end = assistants.partition_point(|(c, _)| *c <= t);
+        let latest = assistants[..end].iter().rev().find_map(|(_, id)| {
+            let (id, m) = self.messages.get_key_value(id.as_str())?;
+            (m.parent.as_deref() != Some(own_user) || own_user.is_empty()).then_some((id, m))
+        });
+        // May "surely idle" be concluded? Only when the index is sure to hold the latest
+        // step before `t` (a missed step of a running loop would otherwise hide the loop).
+        let trusted = |found: Option<&Msg>| match history {
+            History::Complete { since } => since <= t,
+            History::Trimmed { since } => found.is_some_and(|a| a.created >= since),
+            History::Unknown => false,
+        };
+        let idle_or_unknown = |found: Option<&Msg>| {
+            if trusted(found) {
+                LoopAt::SurelyIdle
+            } else {
+                LoopAt::Unknown
+            }
+        };
+        let Some((a_id, a)) = latest else {
+            return idle_or_unknown(None);
+        };
+        match history {
+            History::Complete { since } if a.created < since && since <= t => {
+                return LoopAt::SurelyIdle
+            }
+            History::Trimmed { since } if a.created < since => return LoopAt::Unknown,
+            _ => {}
+        }
+        if let Some(start) = self.limits.instance_started_ms {
+            if a.created < start && start <= t {
+                return idle_or_unknown(Some(a));
+            }
+        }
+        if a.created == t {
+            return LoopAt::Uncertain(a_id);
+        }
+        match a.completed {
+            None => LoopAt::SurelyRunning(a_id),
+            Some(c) if c > t => LoopAt::SurelyRunning(a_id),
+            Some(c) => {
+                let idle_seen = idles.is_some_and(|v| v.iter().any(|&s| c <= s && s <= t));
+                let settled = a.ends_loop() && c.saturating_add(self.limits.settle_ms.max(0)) <= t;
+                if idle_seen || settled {
+                    idle_or_unknown(Some(a))
+                } else {
+                    LoopAt::Uncertain(a_id)
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;
