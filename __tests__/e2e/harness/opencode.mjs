@@ -137,6 +137,7 @@ export function buildConfig(o) {
  * @property {any} [config]            extra top-level opencode.json keys (override the defaults)
  * @property {Record<string,string>} [env]  extra environment for the server
  * @property {boolean} [git]           `git init` the project dir (default false)
+ * @property {boolean} [seed]          seed the global config dir to skip OpenCode's npm install (default true)
  * @property {boolean} [writeConfig]   write opencode.json (default true)
  * @property {string} [logLevel]       DEBUG | INFO | WARN | ERROR (default INFO)
  * @property {number} [readyTimeoutMs] default 60000
@@ -178,13 +179,13 @@ export async function startOpencode(opts) {
     XDG_STATE_HOME: path.join(root, 'state'),
   };
   for (const d of Object.values(dirs)) fs.mkdirSync(d, { recursive: true });
-  seedConfigDir(path.join(dirs.XDG_CONFIG_HOME, 'opencode'));
+  if (opts.seed !== false) seedConfigDir(path.join(dirs.XDG_CONFIG_HOME, 'opencode'));
 
   const projectDir = opts.projectDir ? path.resolve(opts.projectDir) : path.join(root, 'project');
   fs.mkdirSync(projectDir, { recursive: true });
   const realProject = fs.realpathSync(projectDir);
   // A project `.opencode/` dir is another config dir OpenCode installs into.
-  if (fs.existsSync(path.join(realProject, '.opencode'))) seedConfigDir(path.join(realProject, '.opencode'));
+  if (opts.seed !== false && fs.existsSync(path.join(realProject, '.opencode'))) seedConfigDir(path.join(realProject, '.opencode'));
   if (opts.writeConfig !== false) {
     const cfg = buildConfig(opts);
     fs.writeFileSync(path.join(realProject, 'opencode.json'), JSON.stringify(cfg, null, 2));
