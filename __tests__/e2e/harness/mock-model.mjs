@@ -45,6 +45,18 @@ import http from 'node:http';
  * @property {boolean} lastIsToolResult      the last message is a tool result
  * @property {{toolCallId:string, content:string}[]} toolResults  tool results after the last user message
  * @property {number} turnStep               assistant messages after the last user message (0 = first call of a turn)
+ * @property {Reply} [reply]                 the reply that was sent (set after the script ran)
+ */
+
+/**
+ * @typedef {object} MockModel
+ * @property {number} port
+ * @property {(tag?: string) => string} baseURL   provider base URL; `tag` shows up as `request.instance`
+ * @property {MockRequest[]} requests            every request, title calls included, in arrival order
+ * @property {() => MockRequest[]} turnRequests  requests that were not title-generation calls
+ * @property {(fn: (req: MockRequest) => Reply | Promise<Reply>) => void} setScript
+ * @property {() => void} clear                  forget recorded requests
+ * @property {() => Promise<void>} stop          close the listener and all connections
  */
 
 /** @param {any} content */
@@ -81,8 +93,8 @@ export function describeRequest(body, meta) {
   }
   const after = lastUser >= 0 ? messages.slice(lastUser + 1) : [];
   const lastMessage = messages[messages.length - 1];
-  const isTitle =
-    tools.length === 0 && /title/i.test(systemText) && /generat|short|title for/i.test(systemText);
+  // OpenCode 1.18.33's title call: streaming, no tools, system prompt "You are a title generator…".
+  const isTitle = tools.length === 0 && /title generator|generate a (brief |short )?title/i.test(systemText);
   return {
     ...meta,
     body,
@@ -230,7 +242,7 @@ export async function startMockModel(opts = {}) {
   });
   const port = /** @type {import('node:net').AddressInfo} */ (server.address()).port;
 
-  /** @typedef {typeof api} MockModel */
+  /** @type {MockModel} */
   const api = {
     port,
     /** Base URL for the provider; `tag` names the instance in `request.instance`. */
