@@ -41,7 +41,10 @@ function installExitHook() {
   if (exitHookInstalled) return;
   exitHookInstalled = true;
   process.on('exit', () => {
-    for (const h of live) h.killNow();
+    for (const h of live) {
+      h.killNow();
+      h.removeTempSync();
+    }
   });
   for (const sig of /** @type {const} */ (['SIGINT', 'SIGTERM', 'SIGHUP'])) {
     const onSignal = () => {
@@ -158,6 +161,7 @@ export function buildConfig(o) {
  * @property {(path: string, init?: RequestInit) => Promise<Response>} fetch  fetch with ?directory=
  * @property {() => Promise<void>} stop  SIGTERM the group, SIGKILL after 3 s, remove temp root
  * @property {() => void} killNow      synchronous SIGKILL of the group (exit hook)
+ * @property {() => void} removeTempSync  delete the temp root now unless keepTemp (exit hook)
  * @property {Promise<number|null>} exited  resolves with the exit code
  */
 
@@ -261,6 +265,14 @@ export async function startOpencode(opts) {
     logs: () => out.join(''),
     fetch: (p, init = {}) => fetch(withDirectory(url + p, realProject), init),
     killNow: () => killGroup('SIGKILL'),
+    removeTempSync: () => {
+      if (keepTemp) return;
+      try {
+        fs.rmSync(root, { recursive: true, force: true });
+      } catch {
+        /* the dying server may still be writing; best effort */
+      }
+    },
     exited: /** @type {Promise<number|null>} */ (exited),
     stop: () =>
       (stopping ??= (async () => {
