@@ -11,6 +11,8 @@
 //! - `registry`, `inbox`, `rooms`, `log`: c2c's broker-root files, read and written in
 //!   c2c 0.8's format.
 //! - `broker`: the identity-bound handle that every caller goes through.
+//! - [`policy`]: local decisions (the protected-path [`policy::guardrail`], ...).
+//! - [`envelope`]: framing of peer text for the model; permission-reply recognition.
 //! - [`node`]: napi classes and functions; error-code mapping.
 //!
 //! # Terminology
@@ -27,7 +29,9 @@
 //! - **perm id** (`perm_id`): the id of a permission request a pending-reply slot tracks.
 //! - **supervisor**: an alias allowed to answer a pending-reply slot (advisory only).
 
+pub mod envelope;
 pub mod error;
 pub mod node;
+pub mod policy;
 
 pub use error::{Error, ErrorCode};
