@@ -400,8 +400,7 @@ fn push_escape(out: &mut String, ch: char) {
 fn push_label(out: &mut String, label: &str, cap: usize) {
     let start = out.len();
     let mut altered = false;
-    let mut n = 0usize;
-    for ch in label.chars() {
+    for (n, ch) in label.chars().enumerate() {
         if n == cap {
             altered = true;
             break;
@@ -412,7 +411,6 @@ fn push_label(out: &mut String, label: &str, cap: usize) {
             out.push('_');
             altered = true;
         }
-        n += 1;
     }
     if out.len() == start {
         out.push_str("unknown");
@@ -437,9 +435,9 @@ pub fn sanitize_label(label: &str, cap: usize) -> (String, bool) {
 /// Pushes `value` on one line: escapes applied, `\n`/`\r`/`\t` written as such, capped at
 /// [`MAX_VALUE_CHARS`] chars.
 fn push_value(out: &mut String, value: &str) {
-    let mut n = 0usize;
     let mut chars = value.chars();
-    for ch in chars.by_ref() {
+    let mut n = 0usize;
+    while let Some(ch) = chars.next() {
         if n == MAX_VALUE_CHARS {
             // `ch` is the first char past the cap: count it plus the rest.
             let more = 1 + chars.count();

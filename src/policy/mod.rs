@@ -7,9 +7,10 @@
 //! - [`hops`]: the `via` hop list that stops relay loops.
 //! - [`rate`]: the per sender→recipient rate limiter.
 //!
-//! The protected-path guardrail lives in `guardrail` (another branch); its result enters
-//! [`peer_permissions::decide`] as a plain category value.
+//! - [`guardrail`]: the protected-path guardrail over structured permission input; its
+//!   category enters [`peer_permissions::decide`] as a plain value.
 
+pub mod guardrail;
 pub mod hops;
 pub mod inbound;
 pub mod peer_permissions;
