@@ -101,6 +101,55 @@ export declare class Broker {
   roomHistory(roomId: string, limit?: number | undefined | null): Array<RoomHistoryEntry>
   /** Every room with its members. Errors: `E_CLOSED`, store codes. */
   listRooms(): Array<Room>
+  /** The inbound policy in force: `accept`, `auto`, `hold` or `refuse`. */
+  get inboundMode(): string
+  /**
+   * Decide every inbox message with the inbound policy (the one choke point): accepted ones
+   * stay in the inbox and are returned framed for injection; held ones move to the held
+   * inbox; refused ones are archived; senders get receipts. Errors: `E_CLOSED`, store codes.
+   */
+  gateInbox(): GateResult
+  /**
+   * The held inbox, oldest first, numbered from 1 (expired entries are not listed).
+   * Errors: `E_CLOSED`, store codes.
+   */
+  held(): Array<HeldEntry>
+  /**
+   * The held inbox as one framed listing for a model or a human.
+   * Errors: `E_CLOSED`, store codes.
+   */
+  framedHeld(): string
+  /**
+   * Release held messages (`"all"` or a number from `held()`) into the normal delivery
+   * path. Returns their ids. Errors: `E_NO_SUCH_HELD`, `E_INVALID_ARG`, `E_CLOSED`, store codes.
+   */
+  releaseHeld(which: string): Array<string>
+  /**
+   * Drop held messages (`"all"` or a number); senders get `dropped` receipts. Returns their
+   * ids. Errors: `E_NO_SUCH_HELD`, `E_INVALID_ARG`, `E_CLOSED`, store codes.
+   */
+  dropHeld(which: string): Array<string>
+  /**
+   * Expire held messages past their time (`expired` receipts). Returns their ids.
+   * Errors: `E_CLOSED`, store codes.
+   */
+  expireHeld(): Array<string>
+  /**
+   * Acknowledge handed-on messages with a receipt for their senders: `status` is
+   * `delivered` (after a successful injection) or `duplicate`. Returns the ids moved to
+   * the archive. Errors: `E_INVALID_ARG`, `E_CLOSED`, store codes.
+   */
+  acknowledge(messageIds: Array<string>, status: string): Array<string>
+  /**
+   * This session's receipts: the latest outcome of each of the last `limit` (default 50)
+   * messages it sent. Errors: `E_CLOSED`, store codes.
+   */
+  receipts(limit?: number | undefined | null): Array<ReceiptInfo>
+  /**
+   * The receipts as one framed listing for a model.
+   * Errors: `E_CLOSED`, store codes.
+   */
+  framedReceipts(limit?: number | undefined | null): string
   /**
    * Call `callback({ sessionId })` whenever this session's inbox file changes (inotify,
    * including atomic renames; no polling). The callback runs on the JS thread; it never
@@ -145,6 +194,14 @@ export declare function checkRoot(root: string): string
  * reduced to the alias charset; stable for a session across restarts.
  */
 export declare function defaultAlias(directory: string, sessionId: string): string
+
+/** A message accepted by `gateInbox`, with its frame ready for injection. */
+export interface DeliverableMessage {
+  /** The message. */
+  message: InboxMessage
+  /** What the model is shown: the message framed as untrusted data (or a receipt notice). */
+  framed: string
+}
 
 /** One `key: value` field of a listing entry or notice. */
 export interface FrameField {
@@ -192,6 +249,32 @@ export interface FrameMessageInput {
 /** Frame a short notice about a peer event; field values are escaped. */
 export declare function frameNotice(summary: string, fields?: Array<FrameField> | undefined | null): string
 
+/** Result of `gateInbox`. */
+export interface GateResult {
+  /** Accepted messages (still in the inbox), oldest first, framed. */
+  deliver: Array<DeliverableMessage>
+  /** Ids moved to the held inbox. */
+  held: Array<string>
+  /** Ids refused. */
+  refused: Array<string>
+  /** Ids dropped because the held inbox was full. */
+  dropped: Array<string>
+}
+
+/** A held message. */
+export interface HeldEntry {
+  /** 1-based number (what `releaseHeld("3")` takes). */
+  index: number
+  /** The message (untrusted). */
+  message: InboxMessage
+  /** Epoch seconds when it was held. */
+  heldAt: number
+  /** Epoch seconds when it expires. */
+  expiresAt: number
+  /** Why it was held. */
+  reason: string
+}
+
 /** Passed to a `watch` callback. */
 export interface InboxChange {
   /** The watched session. */
@@ -216,6 +299,12 @@ export interface InboxMessage {
   via: Array<string>
   /** The room, for a room message. */
   roomId?: string
+  /** True for a broadcast copy. */
+  broadcast: boolean
+  /** True when a human released it from the held inbox. */
+  released: boolean
+  /** Set on a receipt notice from `c2c-system` about a message this session sent. */
+  receipt?: ReceiptInfo
 }
 
 /**
@@ -272,6 +361,19 @@ export interface OpenOptions {
   maxMessageBytes?: number
   /** How long to wait for a file lock, in milliseconds. Default 5000. */
   lockTimeoutMs?: number
+  /**
+   * Inbound policy: `accept` (default), `auto`, `hold` or `refuse`; the environment variable
+   * `C2C_BRIDGE_INBOUND` overrides it. An unknown value is `E_INVALID_OPTION`.
+   */
+  inbound?: string
+  /** Held-inbox capacity in messages. Default 100. */
+  heldCap?: number
+  /** How long a held message waits before it expires, in seconds. Default 300. */
+  heldTtlSecs?: number
+  /** Rate limit: messages a sender may send one recipient in a burst. Default 20. */
+  rateBurst?: number
+  /** Rate limit: seconds over which the burst refills. Default 60. */
+  rateWindowSecs?: number
 }
 
 /**
@@ -322,6 +424,20 @@ export declare function probeLock(root: string, file: string, timeoutMs?: number
  * `{ts, event, ...}`), oldest first. Errors: `E_ROOT_INSECURE`, `E_IO`.
  */
 export declare function readLog(root: string, limit?: number | undefined | null): Array<string>
+
+/** The outcome of a message this session sent. */
+export interface ReceiptInfo {
+  /** The message. */
+  messageId: string
+  /** `delivered`, `held`, `refused`, `expired`, `dropped`, `duplicate` or `rate_limited`. */
+  status: string
+  /** The recipient alias as addressed. */
+  toAlias: string
+  /** Why, for a bad outcome. */
+  reason?: string
+  /** Epoch seconds (float) of the outcome. */
+  ts: number
+}
 
 /** A registration removed by `sweep`. */
 export interface RemovedRegistration {

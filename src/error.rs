@@ -52,6 +52,12 @@ pub enum ErrorCode {
     PendingCap,
     /// `E_CLOSED`: the handle was closed.
     Closed,
+    /// `E_HOP_LIMIT`: the message would exceed the `via` hop limit (relay-loop protection).
+    HopLimit,
+    /// `E_RATE_LIMITED`: too many messages from this sender to this recipient.
+    RateLimited,
+    /// `E_NO_SUCH_HELD`: no held message with that number.
+    NoSuchHeld,
 }
 
 impl ErrorCode {
@@ -77,6 +83,9 @@ impl ErrorCode {
             ErrorCode::DuplicatePermId => "E_DUPLICATE_PERM_ID",
             ErrorCode::PendingCap => "E_PENDING_CAP",
             ErrorCode::Closed => "E_CLOSED",
+            ErrorCode::HopLimit => "E_HOP_LIMIT",
+            ErrorCode::RateLimited => "E_RATE_LIMITED",
+            ErrorCode::NoSuchHeld => "E_NO_SUCH_HELD",
         }
     }
 }
@@ -219,6 +228,30 @@ pub enum Error {
     /// The handle was closed.
     #[error("this broker handle is closed")]
     Closed,
+    /// The hop limit would be exceeded.
+    #[error("refused: message {message_id} would be hop {would_be} of a peer-message chain limited to {max} hops (relay-loop protection); a turn the user types starts a new chain")]
+    HopLimit {
+        /// The id the refused message would have had (its receipt names it).
+        message_id: String,
+        /// The hop number it would have had (1-based).
+        would_be: usize,
+        /// The limit.
+        max: usize,
+    },
+    /// Rate limited.
+    #[error("rate limited: too many messages to {to_alias:?}; retry in {retry_after_s:.1} s")]
+    RateLimited {
+        /// The recipient.
+        to_alias: String,
+        /// Seconds until one more message is allowed.
+        retry_after_s: f64,
+    },
+    /// No held message with that number.
+    #[error("no held message number {index}; list them with /peers-inbox")]
+    NoSuchHeld {
+        /// The 1-based number asked for.
+        index: usize,
+    },
 }
 
 impl Error {
@@ -244,6 +277,9 @@ impl Error {
             Error::DuplicatePermId { .. } => ErrorCode::DuplicatePermId,
             Error::PendingCap { .. } => ErrorCode::PendingCap,
             Error::Closed => ErrorCode::Closed,
+            Error::HopLimit { .. } => ErrorCode::HopLimit,
+            Error::RateLimited { .. } => ErrorCode::RateLimited,
+            Error::NoSuchHeld { .. } => ErrorCode::NoSuchHeld,
         }
     }
 

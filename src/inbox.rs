@@ -31,6 +31,16 @@ pub struct Message {
     /// passed through, oldest first; the hop limit counts them.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub via: Vec<String>,
+    /// Our extra: true for a broadcast copy.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub broadcast: Option<bool>,
+    /// Our extra: true when a human released this message from the held inbox.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub released: Option<bool>,
+    /// Our extra: set on a receipt notice (`from_alias = "c2c-system"`) telling a sender what
+    /// became of one of its messages.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub receipt: Option<crate::receipts::Receipt>,
     /// Every other field, kept.
     #[serde(flatten)]
     pub extra: Map<String, Value>,

@@ -38,6 +38,7 @@
 pub mod broker;
 pub mod envelope;
 pub mod error;
+pub mod framing;
 pub mod ids;
 pub mod inbox;
 pub mod liveness;
@@ -46,6 +47,7 @@ pub mod node;
 pub mod pending;
 pub mod policy;
 pub mod provenance;
+pub mod receipts;
 pub mod registry;
 pub mod store;
 pub mod time;

@@ -16,6 +16,8 @@ use crate::fields;
 use crate::ids::alias_eq;
 use crate::inbox::{raw_message_id, Message};
 use crate::log::{short_hash, AuditLog};
+use crate::policy::rate::RateDecision;
+use crate::receipts::Status;
 use crate::registry::{parse_all, Registration};
 use crate::store::file::{read_jsonl, write_bytes_atomic, JsonLine};
 use crate::store::{self, BrokerRoot, LockGuard};
@@ -95,21 +97,85 @@ impl Broker {
         Ok(())
     }
 
-    fn new_message(&self, to_alias: String, content: &str, via: &[String]) -> Message {
-        let mut hops = via.to_vec();
-        hops.push(self.session_id().to_string());
-        Message {
+    /// Build the message for one recipient after the hop and rate checks. A refusal is
+    /// recorded as a receipt in this session's own receipts file before it is returned.
+    fn prepare(
+        &self,
+        to_alias: String,
+        to_session_id: &str,
+        content: &str,
+        opts: &SendOptions,
+    ) -> Result<Message> {
+        let message_id = uuid::Uuid::new_v4().to_string();
+        let now = crate::time::now_secs();
+        let via = match crate::policy::hops::extend_via(&opts.via, self.session_id()) {
+            Ok(via) => via,
+            Err(limit) => {
+                self.own_receipt(
+                    &message_id,
+                    &to_alias,
+                    Status::Refused,
+                    Some(limit.to_string()),
+                );
+                self.audit().event(
+                    "hop_limit",
+                    fields! {"message_id" => message_id, "to_alias" => to_alias, "would_be" => limit.would_be},
+                );
+                return Err(Error::HopLimit {
+                    message_id,
+                    would_be: limit.would_be,
+                    max: limit.max,
+                });
+            }
+        };
+        if let RateDecision::Limited { retry_after_s } = self.rate_check(to_session_id, now) {
+            self.own_receipt(
+                &message_id,
+                &to_alias,
+                Status::RateLimited,
+                Some(format!("retry in {retry_after_s:.1} s")),
+            );
+            return Err(Error::RateLimited {
+                to_alias,
+                retry_after_s,
+            });
+        }
+        Ok(Message {
             from_alias: self.alias().to_string(),
             to_alias,
             content: content.to_string(),
-            ts: crate::time::now_secs(),
-            message_id: uuid::Uuid::new_v4().to_string(),
+            ts: now,
+            message_id,
             deferrable: None,
             ephemeral: None,
             from_session_id: Some(self.session_id().to_string()),
-            via: hops,
+            via,
+            broadcast: None,
+            released: None,
+            receipt: None,
             extra: Default::default(),
-        }
+        })
+    }
+
+    /// Record an outcome of one of our own messages (never fails the caller).
+    pub(super) fn own_receipt(
+        &self,
+        message_id: &str,
+        to_alias: &str,
+        status: Status,
+        reason: Option<String>,
+    ) {
+        let _ = crate::receipts::append(
+            self.root(),
+            self.session_id(),
+            &crate::receipts::Receipt {
+                message_id: message_id.to_string(),
+                status,
+                to_alias: to_alias.to_string(),
+                reason,
+                ts: crate::time::now_secs(),
+            },
+        );
     }
 
     /// Append `msg` to `session_id`'s inbox under its lock; the receipt says `queued`.
@@ -173,7 +239,7 @@ impl Broker {
             .ok_or_else(|| Error::RecipientDead {
                 alias: to_alias.to_string(),
             })?;
-        let msg = self.new_message(target.alias.clone(), content, &opts.via);
+        let msg = self.prepare(target.alias.clone(), &target.session_id, content, opts)?;
         self.enqueue(&target.session_id, msg, "dm_enqueue")
     }
 
@@ -195,7 +261,18 @@ impl Broker {
                 });
                 continue;
             }
-            let msg = self.new_message(r.alias.clone(), content, &opts.via);
+            let mut msg = match self.prepare(r.alias.clone(), &r.session_id, content, opts) {
+                Ok(m) => m,
+                Err(Error::RateLimited { .. }) => {
+                    out.skipped.push(Skipped {
+                        alias: r.alias.clone(),
+                        reason: "rate limited",
+                    });
+                    continue;
+                }
+                Err(e) => return Err(e),
+            };
+            msg.broadcast = Some(true);
             out.sent
                 .push(self.enqueue(&r.session_id, msg, "broadcast_enqueue")?);
         }
@@ -207,9 +284,9 @@ impl Broker {
         to_session_id: &str,
         to_alias_with_room: String,
         content: &str,
-        via: &[String],
+        opts: &SendOptions,
     ) -> Result<Receipt> {
-        let msg = self.new_message(to_alias_with_room, content, via);
+        let msg = self.prepare(to_alias_with_room, to_session_id, content, opts)?;
         self.enqueue(to_session_id, msg, "room_enqueue")
     }
 

@@ -4,6 +4,7 @@
 //! `(session_id, alias)` and no method takes a session id or alias to act as someone else.
 //! The recipient of a send is a *target*, never an identity.
 
+mod gate;
 mod messaging;
 mod rooms;
 
@@ -18,11 +19,14 @@ use crate::error::{Error, Result};
 use crate::fields;
 use crate::ids::{alias_eq, validate_alias, validate_session_id};
 use crate::log::{short_hash, AuditLog};
+use crate::policy::inbound::InboundMode;
+use crate::policy::rate::RateLimiter;
 use crate::registry::{free_alternative, parse_all, Registration};
 use crate::store::root::{resolve_path, RootEnv};
 use crate::store::{self, BrokerRoot};
 use crate::watch::InboxWatcher;
 
+pub use gate::{GateReport, HeldMessage, HeldSelector};
 pub use messaging::{AckResult, BroadcastResult, Receipt, SendOptions, Skipped, SweepReport};
 pub use rooms::{RoomInfo, RoomMessage};
 
@@ -62,7 +66,23 @@ pub struct OpenOptions {
     pub lock_timeout: Option<Duration>,
     /// Environment for root resolution (default: the process environment).
     pub env: Option<RootEnv>,
+    /// Inbound policy option (`accept`|`auto`|`hold`|`refuse`); `C2C_BRIDGE_INBOUND` overrides
+    /// it (read from `inbound_env`, default the process environment). Default `accept`.
+    pub inbound: Option<String>,
+    /// The value of `C2C_BRIDGE_INBOUND` to use (`None`: read the process environment).
+    pub inbound_env: Option<Option<String>>,
+    /// Held-inbox capacity (default 100 messages).
+    pub held_cap: Option<usize>,
+    /// How long a held message waits before it expires (default 300 s).
+    pub held_ttl: Option<Duration>,
+    /// Per sender→recipient rate limit (default: burst 20, refilled over 60 s).
+    pub rate: Option<crate::policy::rate::RateConfig>,
 }
+
+/// Default held-inbox capacity.
+pub const DEFAULT_HELD_CAP: usize = 100;
+/// Default time a held message waits before it expires.
+pub const DEFAULT_HELD_TTL: Duration = Duration::from_secs(300);
 
 /// A peer as listed by [`Broker::list_peers`].
 #[derive(Debug, Clone, PartialEq)]
@@ -100,6 +120,10 @@ pub struct Broker {
     log: AuditLog,
     closed: AtomicBool,
     watcher: Mutex<Option<InboxWatcher>>,
+    inbound: InboundMode,
+    held_cap: usize,
+    held_ttl: Duration,
+    rate: Mutex<RateLimiter>,
 }
 
 impl Broker {
@@ -131,6 +155,27 @@ impl Broker {
             });
         }
         let lock_timeout = opts.lock_timeout.unwrap_or(DEFAULT_LOCK_TIMEOUT);
+        let inbound_env = match &opts.inbound_env {
+            Some(v) => v.clone(),
+            None => std::env::var(crate::policy::inbound::ENV_INBOUND).ok(),
+        };
+        let (inbound, _) = InboundMode::resolve(opts.inbound.as_deref(), inbound_env.as_deref())
+            .map_err(|e| Error::InvalidOption {
+                option: "inbound".into(),
+                reason: e.to_string(),
+            })?;
+        let rate =
+            RateLimiter::new(opts.rate.unwrap_or_default()).map_err(|e| Error::InvalidOption {
+                option: "rate".into(),
+                reason: e.to_string(),
+            })?;
+        let held_ttl = opts.held_ttl.unwrap_or(DEFAULT_HELD_TTL);
+        if held_ttl.is_zero() {
+            return Err(Error::InvalidOption {
+                option: "heldTtlSecs".into(),
+                reason: "must be positive".into(),
+            });
+        }
         let directory = opts
             .directory
             .as_ref()
@@ -172,7 +217,9 @@ impl Broker {
             let alias = loop {
                 match register(&root, reg.clone(), lock_timeout) {
                     Ok(()) => break reg.alias.clone(),
-                    Err(Error::AliasTaken { suggestion, .. }) if opts.auto_alias && attempts < 64 => {
+                    Err(Error::AliasTaken { suggestion, .. })
+                        if opts.auto_alias && attempts < 64 =>
+                    {
                         attempts += 1;
                         reg.alias = suggestion;
                     }
@@ -201,6 +248,10 @@ impl Broker {
             log,
             closed: AtomicBool::new(false),
             watcher: Mutex::new(None),
+            inbound,
+            held_cap: opts.held_cap.unwrap_or(DEFAULT_HELD_CAP),
+            held_ttl,
+            rate: Mutex::new(rate),
         })
     }
 
@@ -232,6 +283,23 @@ impl Broker {
     /// The message size limit in bytes.
     pub fn max_message_bytes(&self) -> usize {
         self.max_message_bytes
+    }
+
+    /// The inbound policy in force.
+    pub fn inbound_mode(&self) -> InboundMode {
+        self.inbound
+    }
+
+    pub(crate) fn rate_check(
+        &self,
+        to_session_id: &str,
+        now: f64,
+    ) -> crate::policy::rate::RateDecision {
+        self.rate.lock().unwrap_or_else(|p| p.into_inner()).check(
+            &self.session_id,
+            to_session_id,
+            now,
+        )
     }
 
     pub(crate) fn lock_timeout(&self) -> Duration {
@@ -276,7 +344,11 @@ impl Broker {
     /// # Errors
     /// As [`Broker::list_peers`].
     pub fn framed_peer_list(&self, own_version: &str) -> Result<String> {
-        let peers: Vec<Peer> = self.list_peers()?.into_iter().filter(|p| !p.is_self).collect();
+        let peers: Vec<Peer> = self
+            .list_peers()?
+            .into_iter()
+            .filter(|p| !p.is_self)
+            .collect();
         let fields: Vec<Vec<(&str, String)>> = peers
             .iter()
             .map(|p| {
@@ -290,7 +362,10 @@ impl Broker {
                 if let Some(v) = &p.plugin_version {
                     f.push(("plugin_version", v.clone()));
                     if p.client_type.as_deref() == Some("opencode") && v != own_version {
-                        f.push(("stale", format!("runs c2c-bridge {v}, this session runs {own_version}")));
+                        f.push((
+                            "stale",
+                            format!("runs c2c-bridge {v}, this session runs {own_version}"),
+                        ));
                     }
                 }
                 f

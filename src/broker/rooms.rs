@@ -166,12 +166,14 @@ impl Broker {
                 });
                 continue;
             }
-            out.sent.push(self.enqueue_room(
-                sid,
-                format!("{alias}#{room_id}"),
-                content,
-                &opts.via,
-            )?);
+            match self.enqueue_room(sid, format!("{alias}#{room_id}"), content, opts) {
+                Ok(r) => out.sent.push(r),
+                Err(Error::RateLimited { .. }) => out.skipped.push(Skipped {
+                    alias: alias.to_string(),
+                    reason: "rate limited",
+                }),
+                Err(e) => return Err(e),
+            }
         }
         Ok(out)
     }

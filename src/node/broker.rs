@@ -11,10 +11,27 @@ use napi_derive::napi;
 
 use super::error::{to_js, JsCode};
 use super::types::{
-    AckReport, BroadcastReport, InboxChange, InboxMessage, OpenOptions, PeerInfo, Room,
-    RoomHistoryEntry, SendOptions, SendReceipt, SweepResult,
+    AckReport, BroadcastReport, DeliverableMessage, GateResult, HeldEntry, InboxChange,
+    InboxMessage, OpenOptions, PeerInfo, ReceiptInfo, Room, RoomHistoryEntry, SendOptions,
+    SendReceipt, SweepResult,
 };
 use crate::broker as core;
+
+fn selector(which: &str) -> std::result::Result<core::HeldSelector, napi::Error<JsCode>> {
+    match which.trim() {
+        "all" => Ok(core::HeldSelector::All),
+        n => n
+            .parse::<usize>()
+            .ok()
+            .filter(|n| *n > 0)
+            .map(core::HeldSelector::Index)
+            .ok_or_else(|| {
+                super::error::invalid_arg(format!(
+                    "expected \"all\" or a number from 1, not {which:?}"
+                ))
+            }),
+    }
+}
 use napi::Result;
 
 /// The JS callback type of `watch`: `(change: InboxChange) => void`, unref'd (weak) so it never
@@ -60,6 +77,24 @@ impl JsBroker {
                 .lock_timeout_ms
                 .map(|ms| Duration::from_millis(ms as u64)),
             env: None,
+            inbound: options.inbound,
+            inbound_env: None,
+            held_cap: options.held_cap.map(|n| n as usize),
+            held_ttl: options
+                .held_ttl_secs
+                .filter(|s| s.is_finite() && *s > 0.0)
+                .map(Duration::from_secs_f64),
+            rate: match (options.rate_burst, options.rate_window_secs) {
+                (None, None) => None,
+                (b, w) => {
+                    let d = crate::policy::rate::RateConfig::default();
+                    Some(crate::policy::rate::RateConfig {
+                        burst: b.map(|b| b as _).unwrap_or(d.burst),
+                        window_s: w.unwrap_or(d.window_s),
+                        ..d
+                    })
+                }
+            },
         };
         let inner = core::Broker::open(opts).map_err(to_js)?;
         Ok(JsBroker {
@@ -252,6 +287,123 @@ impl JsBroker {
             .into_iter()
             .map(Into::into)
             .collect())
+    }
+
+    /// The inbound policy in force: `accept`, `auto`, `hold` or `refuse`.
+    #[napi(getter, catch_unwind)]
+    pub fn inbound_mode(&self) -> String {
+        self.inner.inbound_mode().as_str().to_string()
+    }
+
+    /// Decide every inbox message with the inbound policy (the one choke point): accepted ones
+    /// stay in the inbox and are returned framed for injection; held ones move to the held
+    /// inbox; refused ones are archived; senders get receipts. Errors: `E_CLOSED`, store codes.
+    #[napi(catch_unwind)]
+    pub fn gate_inbox(&self) -> Result<GateResult, JsCode> {
+        let r = self.inner.gate_inbox().map_err(to_js)?;
+        Ok(GateResult {
+            deliver: r
+                .deliver
+                .into_iter()
+                .map(|m| DeliverableMessage {
+                    framed: crate::framing::frame_inbox_message(&m),
+                    message: m.into(),
+                })
+                .collect(),
+            held: r.held,
+            refused: r.refused,
+            dropped: r.dropped,
+        })
+    }
+
+    /// The held inbox, oldest first, numbered from 1 (expired entries are not listed).
+    /// Errors: `E_CLOSED`, store codes.
+    #[napi(catch_unwind)]
+    pub fn held(&self) -> Result<Vec<HeldEntry>, JsCode> {
+        Ok(self
+            .inner
+            .held()
+            .map_err(to_js)?
+            .into_iter()
+            .map(Into::into)
+            .collect())
+    }
+
+    /// The held inbox as one framed listing for a model or a human.
+    /// Errors: `E_CLOSED`, store codes.
+    #[napi(catch_unwind)]
+    pub fn framed_held(&self) -> Result<String, JsCode> {
+        let held = self.inner.held().map_err(to_js)?;
+        Ok(crate::framing::frame_held_listing(
+            &held,
+            crate::time::now_secs(),
+        ))
+    }
+
+    /// Release held messages (`"all"` or a number from `held()`) into the normal delivery
+    /// path. Returns their ids. Errors: `E_NO_SUCH_HELD`, `E_INVALID_ARG`, `E_CLOSED`, store codes.
+    #[napi(catch_unwind)]
+    pub fn release_held(&self, which: String) -> Result<Vec<String>, JsCode> {
+        self.inner.release_held(selector(&which)?).map_err(to_js)
+    }
+
+    /// Drop held messages (`"all"` or a number); senders get `dropped` receipts. Returns their
+    /// ids. Errors: `E_NO_SUCH_HELD`, `E_INVALID_ARG`, `E_CLOSED`, store codes.
+    #[napi(catch_unwind)]
+    pub fn drop_held(&self, which: String) -> Result<Vec<String>, JsCode> {
+        self.inner.drop_held(selector(&which)?).map_err(to_js)
+    }
+
+    /// Expire held messages past their time (`expired` receipts). Returns their ids.
+    /// Errors: `E_CLOSED`, store codes.
+    #[napi(catch_unwind)]
+    pub fn expire_held(&self) -> Result<Vec<String>, JsCode> {
+        self.inner.expire_held().map_err(to_js)
+    }
+
+    /// Acknowledge handed-on messages with a receipt for their senders: `status` is
+    /// `delivered` (after a successful injection) or `duplicate`. Returns the ids moved to
+    /// the archive. Errors: `E_INVALID_ARG`, `E_CLOSED`, store codes.
+    #[napi(catch_unwind)]
+    pub fn acknowledge(
+        &self,
+        message_ids: Vec<String>,
+        status: String,
+    ) -> Result<Vec<String>, JsCode> {
+        let status = match status.as_str() {
+            "delivered" => crate::receipts::Status::Delivered,
+            "duplicate" => crate::receipts::Status::Duplicate,
+            other => {
+                return Err(super::error::invalid_arg(format!(
+                    "status must be \"delivered\" or \"duplicate\", not {other:?}"
+                )))
+            }
+        };
+        self.inner.acknowledge(&message_ids, status).map_err(to_js)
+    }
+
+    /// This session's receipts: the latest outcome of each of the last `limit` (default 50)
+    /// messages it sent. Errors: `E_CLOSED`, store codes.
+    #[napi(catch_unwind)]
+    pub fn receipts(&self, limit: Option<u32>) -> Result<Vec<ReceiptInfo>, JsCode> {
+        Ok(self
+            .inner
+            .receipts(limit.unwrap_or(50) as usize)
+            .map_err(to_js)?
+            .into_iter()
+            .map(Into::into)
+            .collect())
+    }
+
+    /// The receipts as one framed listing for a model.
+    /// Errors: `E_CLOSED`, store codes.
+    #[napi(catch_unwind)]
+    pub fn framed_receipts(&self, limit: Option<u32>) -> Result<String, JsCode> {
+        let r = self
+            .inner
+            .receipts(limit.unwrap_or(20) as usize)
+            .map_err(to_js)?;
+        Ok(crate::framing::frame_receipts(&r))
     }
 
     /// Call `callback({ sessionId })` whenever this session's inbox file changes (inotify,

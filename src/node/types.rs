@@ -40,6 +40,17 @@ pub struct OpenOptions {
     pub max_message_bytes: Option<u32>,
     /// How long to wait for a file lock, in milliseconds. Default 5000.
     pub lock_timeout_ms: Option<u32>,
+    /// Inbound policy: `accept` (default), `auto`, `hold` or `refuse`; the environment variable
+    /// `C2C_BRIDGE_INBOUND` overrides it. An unknown value is `E_INVALID_OPTION`.
+    pub inbound: Option<String>,
+    /// Held-inbox capacity in messages. Default 100.
+    pub held_cap: Option<u32>,
+    /// How long a held message waits before it expires, in seconds. Default 300.
+    pub held_ttl_secs: Option<f64>,
+    /// Rate limit: messages a sender may send one recipient in a burst. Default 20.
+    pub rate_burst: Option<u32>,
+    /// Rate limit: seconds over which the burst refills. Default 60.
+    pub rate_window_secs: Option<f64>,
 }
 
 /// Options of `send`, `sendAll` and `sendRoom`.
@@ -175,12 +186,101 @@ pub struct InboxMessage {
     pub via: Vec<String>,
     /// The room, for a room message.
     pub room_id: Option<String>,
+    /// True for a broadcast copy.
+    pub broadcast: bool,
+    /// True when a human released it from the held inbox.
+    pub released: bool,
+    /// Set on a receipt notice from `c2c-system` about a message this session sent.
+    pub receipt: Option<ReceiptInfo>,
+}
+
+/// The outcome of a message this session sent.
+#[napi(object)]
+#[derive(Debug, Clone)]
+pub struct ReceiptInfo {
+    /// The message.
+    pub message_id: String,
+    /// `delivered`, `held`, `refused`, `expired`, `dropped`, `duplicate` or `rate_limited`.
+    pub status: String,
+    /// The recipient alias as addressed.
+    pub to_alias: String,
+    /// Why, for a bad outcome.
+    pub reason: Option<String>,
+    /// Epoch seconds (float) of the outcome.
+    pub ts: f64,
+}
+
+impl From<crate::receipts::Receipt> for ReceiptInfo {
+    fn from(r: crate::receipts::Receipt) -> ReceiptInfo {
+        ReceiptInfo {
+            message_id: r.message_id,
+            status: r.status.as_str().to_string(),
+            to_alias: r.to_alias,
+            reason: r.reason,
+            ts: r.ts,
+        }
+    }
+}
+
+/// A message accepted by `gateInbox`, with its frame ready for injection.
+#[napi(object)]
+#[derive(Debug, Clone)]
+pub struct DeliverableMessage {
+    /// The message.
+    pub message: InboxMessage,
+    /// What the model is shown: the message framed as untrusted data (or a receipt notice).
+    pub framed: String,
+}
+
+/// Result of `gateInbox`.
+#[napi(object)]
+#[derive(Debug, Clone)]
+pub struct GateResult {
+    /// Accepted messages (still in the inbox), oldest first, framed.
+    pub deliver: Vec<DeliverableMessage>,
+    /// Ids moved to the held inbox.
+    pub held: Vec<String>,
+    /// Ids refused.
+    pub refused: Vec<String>,
+    /// Ids dropped because the held inbox was full.
+    pub dropped: Vec<String>,
+}
+
+/// A held message.
+#[napi(object)]
+#[derive(Debug, Clone)]
+pub struct HeldEntry {
+    /// 1-based number (what `releaseHeld("3")` takes).
+    pub index: u32,
+    /// The message (untrusted).
+    pub message: InboxMessage,
+    /// Epoch seconds when it was held.
+    pub held_at: f64,
+    /// Epoch seconds when it expires.
+    pub expires_at: f64,
+    /// Why it was held.
+    pub reason: String,
+}
+
+impl From<crate::broker::HeldMessage> for HeldEntry {
+    fn from(h: crate::broker::HeldMessage) -> HeldEntry {
+        HeldEntry {
+            index: h.index as u32,
+            message: h.message.into(),
+            held_at: h.held_at,
+            expires_at: h.expires_at,
+            reason: h.reason,
+        }
+    }
 }
 
 impl From<Message> for InboxMessage {
     fn from(m: Message) -> InboxMessage {
         InboxMessage {
             room_id: m.room_id().map(str::to_string),
+            broadcast: m.broadcast == Some(true),
+            released: m.released == Some(true),
+            receipt: m.receipt.map(Into::into),
             message_id: m.message_id,
             from_alias: m.from_alias,
             to_alias: m.to_alias,

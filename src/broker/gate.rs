@@ -1,0 +1,545 @@
+//! The inbound choke point and the held inbox.
+//!
+//! Every message that could reach this session's model passes [`Broker::gate_inbox`] first —
+//! direct messages, room and broadcast copies, receipt notices, redeliveries after a crash, and
+//! messages a human released from the held inbox — and one function,
+//! [`crate::policy::inbound::decide_inbound`], decides for all of them. Accepted messages stay
+//! in the inbox for delivery; held ones move to `held/<session_id>.json`; refused ones move to
+//! the archive. The sender gets a receipt for each outcome (and a framed notice in its own
+//! session when the outcome is bad).
+//!
+//! Lock order: this session's inbox lock, then its held-file lock. Notices to other sessions
+//! are enqueued only after both are released, so two sessions gating at once cannot deadlock.
+
+use serde_json::Value;
+
+use super::Broker;
+use crate::error::{Error, Result};
+use crate::fields;
+use crate::inbox::Message;
+use crate::log::short_hash;
+use crate::policy::inbound::{decide_inbound, HoldReason, InboundDecision, Ingress, SenderFacts};
+use crate::receipts::{Receipt, Status};
+use crate::registry::parse_all;
+use crate::store::{self, LockGuard};
+
+/// What [`Broker::gate_inbox`] did.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct GateReport {
+    /// Messages accepted for delivery (still in the inbox), oldest first.
+    pub deliver: Vec<Message>,
+    /// Ids moved to the held inbox.
+    pub held: Vec<String>,
+    /// Ids refused (archived).
+    pub refused: Vec<String>,
+    /// Ids dropped because the held inbox was full.
+    pub dropped: Vec<String>,
+}
+
+/// A held message as listed for a human.
+#[derive(Debug, Clone, PartialEq)]
+pub struct HeldMessage {
+    /// 1-based number, in arrival order (what `/peers-inbox accept <n>` takes).
+    pub index: usize,
+    /// The message.
+    pub message: Message,
+    /// Epoch seconds when it was held.
+    pub held_at: f64,
+    /// Epoch seconds when it expires.
+    pub expires_at: f64,
+    /// Why it was held, in words.
+    pub reason: String,
+}
+
+/// Which held messages an action applies to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum HeldSelector {
+    /// The n-th (1-based) in the current listing.
+    Index(usize),
+    /// All of them.
+    All,
+}
+
+fn hold_reason_text(r: HoldReason) -> &'static str {
+    match r {
+        HoldReason::HoldMode => "inbound policy is hold",
+        HoldReason::OtherDirectory => {
+            "inbound policy is auto and the sender works in another directory"
+        }
+        HoldReason::Undecidable => "inbound policy is auto and the sender's directory is unknown",
+    }
+}
+
+/// A notice to send once locks are released: (sender session, receipt).
+type Notice = (String, Receipt);
+
+impl Broker {
+    fn held_path(&self) -> Result<std::path::PathBuf> {
+        let dir = store::file::ensure_private_dir(&self.root().path().join("held"))?;
+        Ok(dir.join(format!("{}.json", self.session_id())))
+    }
+
+    fn ingress_of(m: &Message) -> Ingress {
+        if m.released == Some(true) {
+            Ingress::HeldRelease
+        } else if m.room_id().is_some() {
+            Ingress::Room
+        } else if m.broadcast == Some(true) {
+            Ingress::Broadcast
+        } else {
+            Ingress::Direct
+        }
+    }
+
+    /// Decide every message in this session's inbox with the inbound policy (see the module
+    /// doc). Records that are not messages stay in the inbox untouched.
+    ///
+    /// # Errors
+    /// [`Error::Closed`], store errors (nothing is moved then).
+    pub fn gate_inbox(&self) -> Result<GateReport> {
+        self.check_open()?;
+        let regs = parse_all(&store::read_array(&self.root().registry())?);
+        let ours = self.directory().map(str::to_string);
+        let held_path = self.held_path()?;
+        let archive = self.root().archive(self.session_id())?;
+        let mut notices: Vec<Notice> = Vec::new();
+        let now = crate::time::now_secs();
+        let ttl = self.held_ttl.as_secs_f64();
+        let report = store::update_array(
+            &self.root().inbox(self.session_id()),
+            self.lock_timeout(),
+            |records| {
+                let mut report = GateReport::default();
+                let mut keep = Vec::with_capacity(records.len());
+                let mut to_hold: Vec<Value> = Vec::new();
+                let mut to_archive: Vec<Value> = Vec::new();
+                for v in std::mem::take(records) {
+                    let Some(m) = Message::from_value(&v) else {
+                        keep.push(v);
+                        continue;
+                    };
+                    let sender = regs.iter().find(|r| match &m.from_session_id {
+                        Some(sid) => &r.session_id == sid,
+                        None => r.alias.eq_ignore_ascii_case(&m.from_alias),
+                    });
+                    let facts = sender.map(|r| SenderFacts {
+                        directory: r.directory.as_deref(),
+                    });
+                    let decision = decide_inbound(
+                        self.inbound,
+                        facts.as_ref(),
+                        ours.as_deref(),
+                        Self::ingress_of(&m),
+                    );
+                    match decision {
+                        InboundDecision::Accept => {
+                            report.deliver.push(m);
+                            keep.push(v);
+                        }
+                        InboundDecision::Hold { reason } => {
+                            let mut h = v;
+                            if let Value::Object(o) = &mut h {
+                                o.insert("held_at".into(), Value::from(now));
+                                o.insert(
+                                    "hold_reason".into(),
+                                    Value::from(hold_reason_text(reason)),
+                                );
+                            }
+                            report.held.push(m.message_id.clone());
+                            to_hold.push(h);
+                            if let Some(sid) = &m.from_session_id {
+                                notices.push((
+                                    sid.clone(),
+                                    receipt(&m, Status::Held, hold_reason_text(reason)),
+                                ));
+                            }
+                        }
+                        InboundDecision::Refuse { .. } => {
+                            let mut a = v;
+                            if let Value::Object(o) = &mut a {
+                                o.insert("drained_at".into(), Value::from(now));
+                                o.insert("drained_by".into(), Value::from("c2c-bridge:refused"));
+                                o.insert("session_id".into(), Value::from(self.session_id()));
+                            }
+                            report.refused.push(m.message_id.clone());
+                            to_archive.push(a);
+                            if let Some(sid) = &m.from_session_id {
+                                notices.push((
+                                    sid.clone(),
+                                    receipt(
+                                        &m,
+                                        Status::Refused,
+                                        "the recipient's inbound policy is refuse",
+                                    ),
+                                ));
+                            }
+                        }
+                    }
+                }
+                if !to_hold.is_empty() {
+                    store::update_array(&held_path, self.lock_timeout(), |held| {
+                        // Expired entries do not count against the cap.
+                        let live = held
+                            .iter()
+                            .filter(|h| {
+                                h.get("held_at")
+                                    .and_then(Value::as_f64)
+                                    .is_some_and(|t| t + ttl > now)
+                            })
+                            .count();
+                        let room = self.held_cap.saturating_sub(live);
+                        for (i, h) in to_hold.drain(..).enumerate() {
+                            if i < room {
+                                held.push(h);
+                            } else if let Some(m) = Message::from_value(&h) {
+                                report.held.retain(|id| id != &m.message_id);
+                                report.dropped.push(m.message_id.clone());
+                                notices.retain(|(_, r)| r.message_id != m.message_id);
+                                if let Some(sid) = &m.from_session_id {
+                                    notices.push((
+                                        sid.clone(),
+                                        receipt(
+                                            &m,
+                                            Status::Dropped,
+                                            "the recipient's held inbox is full",
+                                        ),
+                                    ));
+                                }
+                                let mut a = h;
+                                if let Value::Object(o) = &mut a {
+                                    o.insert("drained_at".into(), Value::from(now));
+                                    o.insert(
+                                        "drained_by".into(),
+                                        Value::from("c2c-bridge:held-full"),
+                                    );
+                                    o.insert("session_id".into(), Value::from(self.session_id()));
+                                }
+                                to_archive.push(a);
+                            }
+                        }
+                        Ok(((), true))
+                    })?;
+                }
+                store::append_jsonl(&archive, &to_archive)?;
+                let changed = !report.held.is_empty()
+                    || !report.refused.is_empty()
+                    || !report.dropped.is_empty();
+                *records = keep;
+                Ok((report, changed))
+            },
+        )?;
+        if !(report.held.is_empty() && report.refused.is_empty() && report.dropped.is_empty()) {
+            self.audit().event(
+                "inbound_gate",
+                fields! {
+                    "session" => short_hash(self.session_id()), "mode" => self.inbound.as_str(),
+                    "held" => report.held, "refused" => report.refused, "dropped" => report.dropped,
+                },
+            );
+        }
+        self.send_notices(notices);
+        Ok(report)
+    }
+
+    /// Write each receipt to its sender's receipts file and, for a bad outcome, put a framed
+    /// notice in the sender's inbox (from `c2c-system`). Failures are logged, never raised:
+    /// the outcome already happened.
+    fn send_notices(&self, notices: Vec<Notice>) {
+        if notices.is_empty() {
+            return;
+        }
+        let regs = store::read_array(&self.root().registry())
+            .map(|r| parse_all(&r))
+            .unwrap_or_default();
+        for (sender_sid, r) in notices {
+            if crate::ids::validate_session_id(&sender_sid).is_err() {
+                continue;
+            }
+            let _ = crate::receipts::append(self.root(), &sender_sid, &r);
+            // Tell the sender in its session only when it ended badly, only if the sender is
+            // still registered (we never create inboxes for unknown session ids), and never
+            // about a notice (no receipts about receipts).
+            let Some(sender) = regs.iter().find(|x| x.session_id == sender_sid) else {
+                continue;
+            };
+            if !r.status.is_bad() || sender_sid == self.session_id() {
+                continue;
+            }
+            let notice = Message {
+                from_alias: "c2c-system".into(),
+                to_alias: sender.alias.clone(),
+                content: format!(
+                    "Your message {} to {} was {}{}.",
+                    r.message_id,
+                    r.to_alias,
+                    r.status.as_str().replace('_', " "),
+                    r.reason
+                        .as_deref()
+                        .map(|x| format!(": {x}"))
+                        .unwrap_or_default()
+                ),
+                ts: crate::time::now_secs(),
+                message_id: uuid::Uuid::new_v4().to_string(),
+                deferrable: Some(true),
+                ephemeral: None,
+                from_session_id: Some(self.session_id().to_string()),
+                via: Vec::new(),
+                broadcast: None,
+                released: None,
+                receipt: Some(r.clone()),
+                extra: Default::default(),
+            };
+            let value = notice.to_value();
+            let res = store::update_array(
+                &self.root().inbox(&sender_sid),
+                self.lock_timeout(),
+                |recs| {
+                    recs.push(value);
+                    Ok(((), true))
+                },
+            );
+            if let Err(e) = res {
+                self.audit()
+                    .event("receipt_notice_failed", fields! {"error" => e.to_string()});
+            }
+        }
+    }
+
+    /// The held inbox, oldest first, numbered from 1. Expired entries are not listed.
+    ///
+    /// # Errors
+    /// [`Error::Closed`], store errors.
+    pub fn held(&self) -> Result<Vec<HeldMessage>> {
+        self.check_open()?;
+        let now = crate::time::now_secs();
+        let ttl = self.held_ttl.as_secs_f64();
+        Ok(store::read_array(&self.held_path()?)?
+            .iter()
+            .filter_map(|v| {
+                let held_at = v.get("held_at").and_then(Value::as_f64)?;
+                let message = Message::from_value(v)?;
+                (held_at + ttl > now).then_some((message, held_at, v))
+            })
+            .enumerate()
+            .map(|(i, (message, held_at, v))| HeldMessage {
+                index: i + 1,
+                message,
+                held_at,
+                expires_at: held_at + ttl,
+                reason: v
+                    .get("hold_reason")
+                    .and_then(Value::as_str)
+                    .unwrap_or_default()
+                    .to_string(),
+            })
+            .collect())
+    }
+
+    /// Take the selected live held messages out of the held file (and, with `take_expired`,
+    /// every expired one), returning `(selected, expired)`.
+    fn take_held(&self, sel: Option<HeldSelector>) -> Result<(Vec<Value>, Vec<Value>)> {
+        let now = crate::time::now_secs();
+        let ttl = self.held_ttl.as_secs_f64();
+        store::update_array(&self.held_path()?, self.lock_timeout(), |held| {
+            let (live, expired): (Vec<Value>, Vec<Value>) =
+                std::mem::take(held).into_iter().partition(|h| {
+                    h.get("held_at")
+                        .and_then(Value::as_f64)
+                        .is_some_and(|t| t + ttl > now)
+                });
+            let mut selected = Vec::new();
+            let mut rest = Vec::new();
+            for (i, h) in live.into_iter().enumerate() {
+                let pick = match sel {
+                    Some(HeldSelector::All) => true,
+                    Some(HeldSelector::Index(n)) => n == i + 1,
+                    None => false,
+                };
+                if pick {
+                    selected.push(h);
+                } else {
+                    rest.push(h);
+                }
+            }
+            if let Some(HeldSelector::Index(n)) = sel {
+                if selected.is_empty() {
+                    return Err(Error::NoSuchHeld { index: n });
+                }
+            }
+            let changed = !selected.is_empty() || !expired.is_empty();
+            *held = rest;
+            Ok(((selected, expired), changed))
+        })
+    }
+
+    /// Expire held messages past their time: archived, `expired` receipts and notices.
+    /// Returns their ids.
+    ///
+    /// # Errors
+    /// [`Error::Closed`], store errors.
+    pub fn expire_held(&self) -> Result<Vec<String>> {
+        self.check_open()?;
+        let (_, expired) = self.take_held(None)?;
+        self.finish_removed(
+            expired,
+            Status::Expired,
+            "held too long",
+            "c2c-bridge:expired",
+        )
+    }
+
+    /// Remove held messages without delivering them: archived, `dropped` receipts and
+    /// notices. Returns their ids.
+    ///
+    /// # Errors
+    /// [`Error::NoSuchHeld`], [`Error::Closed`], store errors.
+    pub fn drop_held(&self, sel: HeldSelector) -> Result<Vec<String>> {
+        self.check_open()?;
+        let (selected, expired) = self.take_held(Some(sel))?;
+        self.finish_removed(
+            expired,
+            Status::Expired,
+            "held too long",
+            "c2c-bridge:expired",
+        )?;
+        self.finish_removed(
+            selected,
+            Status::Dropped,
+            "dropped by the recipient",
+            "c2c-bridge:dropped",
+        )
+    }
+
+    /// Release held messages (a human's decision): they go back to the inbox marked
+    /// `released`, and take the normal delivery path, where the gate accepts them unless the
+    /// policy is `refuse`. Returns their ids.
+    ///
+    /// # Errors
+    /// [`Error::NoSuchHeld`], [`Error::Closed`], store errors.
+    pub fn release_held(&self, sel: HeldSelector) -> Result<Vec<String>> {
+        self.check_open()?;
+        let (selected, expired) = self.take_held(Some(sel))?;
+        self.finish_removed(
+            expired,
+            Status::Expired,
+            "held too long",
+            "c2c-bridge:expired",
+        )?;
+        let ids: Vec<String> = selected
+            .iter()
+            .filter_map(|v| {
+                v.get("message_id")
+                    .and_then(Value::as_str)
+                    .map(str::to_string)
+            })
+            .collect();
+        let released: Vec<Value> = selected
+            .into_iter()
+            .map(|mut v| {
+                if let Value::Object(o) = &mut v {
+                    o.remove("held_at");
+                    o.remove("hold_reason");
+                    o.insert("released".into(), Value::from(true));
+                }
+                v
+            })
+            .collect();
+        store::update_array(
+            &self.root().inbox(self.session_id()),
+            self.lock_timeout(),
+            |recs| {
+                recs.extend(released);
+                Ok(((), true))
+            },
+        )?;
+        self.audit().event(
+            "held_release",
+            fields! {"session" => short_hash(self.session_id()), "ids" => ids},
+        );
+        Ok(ids)
+    }
+
+    fn finish_removed(
+        &self,
+        values: Vec<Value>,
+        status: Status,
+        why: &str,
+        by: &str,
+    ) -> Result<Vec<String>> {
+        if values.is_empty() {
+            return Ok(Vec::new());
+        }
+        let now = crate::time::now_secs();
+        let mut notices = Vec::new();
+        let mut ids = Vec::new();
+        let lines: Vec<Value> = values
+            .into_iter()
+            .map(|mut v| {
+                if let Some(m) = Message::from_value(&v) {
+                    ids.push(m.message_id.clone());
+                    if let Some(sid) = &m.from_session_id {
+                        notices.push((sid.clone(), receipt(&m, status, why)));
+                    }
+                }
+                if let Value::Object(o) = &mut v {
+                    o.insert("drained_at".into(), Value::from(now));
+                    o.insert("drained_by".into(), Value::from(by));
+                    o.insert("session_id".into(), Value::from(self.session_id()));
+                }
+                v
+            })
+            .collect();
+        store::append_jsonl(&self.root().archive(self.session_id())?, &lines)?;
+        self.audit().event(
+            "held_remove",
+            fields! {"session" => short_hash(self.session_id()), "status" => status.as_str(), "ids" => ids},
+        );
+        self.send_notices(notices);
+        Ok(ids)
+    }
+
+    /// Acknowledge messages the plugin has handed on: [`Broker::ack`] plus a receipt for each
+    /// sender — `delivered` after a successful injection, `duplicate` for a copy that was
+    /// already shown. Returns the ids actually moved.
+    ///
+    /// # Errors
+    /// As [`Broker::ack`].
+    pub fn acknowledge(&self, message_ids: &[String], status: Status) -> Result<Vec<String>> {
+        let peeked = self.peek()?;
+        let acked = self.ack(message_ids)?.acked;
+        let notices: Vec<Notice> = peeked
+            .iter()
+            .filter(|m| acked.contains(&m.message_id) && m.receipt.is_none())
+            .filter_map(|m| Some((m.from_session_id.clone()?, receipt(m, status, ""))))
+            .collect();
+        self.send_notices(notices);
+        Ok(acked)
+    }
+
+    /// This session's own receipts (the latest outcome per message), oldest first.
+    ///
+    /// # Errors
+    /// [`Error::Closed`], store errors.
+    pub fn receipts(&self, limit: usize) -> Result<Vec<Receipt>> {
+        self.check_open()?;
+        crate::receipts::read(self.root(), self.session_id(), limit, true)
+    }
+
+    /// Take the inbox lock briefly: lets tests and tools wait for a writer.
+    #[doc(hidden)]
+    pub fn sync_inbox(&self) -> Result<()> {
+        let inbox = self.root().inbox(self.session_id());
+        let _g = LockGuard::acquire(&store::lock::sidecar_path(&inbox), self.lock_timeout())?;
+        Ok(())
+    }
+}
+
+fn receipt(m: &Message, status: Status, why: &str) -> Receipt {
+    Receipt {
+        message_id: m.message_id.clone(),
+        status,
+        to_alias: m.to_alias.clone(),
+        reason: (!why.is_empty()).then(|| why.to_string()),
+        ts: crate::time::now_secs(),
+    }
+}

@@ -1,0 +1,216 @@
+//! Inbound gating, the held inbox, receipts, the hop limit and the rate limit through the
+//! public `Broker` API, on a fresh temporary broker root per test (threats.md: Delivery,
+//! Loops and floods).
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use c2c_bridge::broker::{HeldSelector, SendOptions};
+use c2c_bridge::receipts::Status;
+use c2c_bridge::{Broker, ErrorCode, OpenOptions};
+
+struct Root {
+    _dir: tempfile::TempDir,
+    path: PathBuf,
+}
+
+fn root() -> Root {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("broker");
+    Root { _dir: dir, path }
+}
+
+fn open(root: &Path, sid: &str, alias: &str, dir: &Path, inbound: &str) -> Broker {
+    std::fs::create_dir_all(dir).unwrap();
+    Broker::open(OpenOptions {
+        session_id: sid.into(),
+        alias: Some(alias.into()),
+        root: Some(root.to_path_buf()),
+        directory: Some(dir.to_path_buf()),
+        inbound: Some(inbound.into()),
+        inbound_env: Some(None),
+        ..Default::default()
+    })
+    .unwrap()
+}
+
+#[test]
+fn hold_then_release_goes_through_the_gate_again() {
+    let r = root();
+    let a = open(&r.path, "ses_a", "alice", &r.path.join("../pa"), "accept");
+    let b = open(&r.path, "ses_b", "bob", &r.path.join("../pb"), "hold");
+    let sent = a.send("bob", "hello bob", &SendOptions::default()).unwrap();
+    let g = b.gate_inbox().unwrap();
+    assert!(g.deliver.is_empty());
+    assert_eq!(g.held, vec![sent.message_id.clone()]);
+    assert!(
+        b.peek().unwrap().is_empty(),
+        "held messages leave the inbox"
+    );
+    let held = b.held().unwrap();
+    assert_eq!(held.len(), 1);
+    assert_eq!(held[0].index, 1);
+    assert_eq!(held[0].message.content, "hello bob");
+    assert_eq!(a.receipts(10).unwrap()[0].status, Status::Held);
+
+    assert_eq!(
+        b.release_held(HeldSelector::Index(2)).unwrap_err().code(),
+        ErrorCode::NoSuchHeld
+    );
+    assert_eq!(
+        b.release_held(HeldSelector::Index(1)).unwrap(),
+        vec![sent.message_id.clone()]
+    );
+    assert!(b.held().unwrap().is_empty());
+    // Released messages take the normal path: the gate accepts them even in hold mode.
+    let g = b.gate_inbox().unwrap();
+    assert_eq!(g.deliver.len(), 1);
+    assert_eq!(g.deliver[0].released, Some(true));
+    b.acknowledge(&[sent.message_id.clone()], Status::Delivered)
+        .unwrap();
+    assert_eq!(a.receipts(10).unwrap()[0].status, Status::Delivered);
+}
+
+#[test]
+fn refuse_archives_and_tells_the_sender_with_a_framed_notice() {
+    let r = root();
+    let a = open(&r.path, "ses_a", "alice", &r.path.join("../pa"), "accept");
+    let b = open(&r.path, "ses_b", "bob", &r.path.join("../pb"), "refuse");
+    let sent = a.send("bob", "hello", &SendOptions::default()).unwrap();
+    let g = b.gate_inbox().unwrap();
+    assert_eq!(g.refused, vec![sent.message_id.clone()]);
+    assert!(b.peek().unwrap().is_empty());
+    let archive = std::fs::read_to_string(r.path.join("archive/ses_b.jsonl")).unwrap();
+    assert!(archive.contains("c2c-bridge:refused"));
+    let receipts = a.receipts(10).unwrap();
+    assert_eq!(receipts[0].status, Status::Refused);
+    // the notice lands in alice's inbox and passes alice's own gate (accept)
+    let notices = a.gate_inbox().unwrap().deliver;
+    assert_eq!(notices.len(), 1);
+    assert_eq!(notices[0].from_alias, "c2c-system");
+    let framed = c2c_bridge::framing::frame_inbox_message(&notices[0]);
+    assert!(framed.contains("refused"));
+    assert!(framed.contains(&sent.message_id));
+}
+
+#[test]
+fn auto_accepts_same_directory_and_holds_others() {
+    let r = root();
+    let shared = r.path.join("../shared-project");
+    let a = open(&r.path, "ses_a", "alice", &shared, "accept");
+    let c = open(
+        &r.path,
+        "ses_c",
+        "carol",
+        &r.path.join("../elsewhere"),
+        "accept",
+    );
+    let b = open(&r.path, "ses_b", "bob", &shared, "auto");
+    a.send("bob", "same dir", &SendOptions::default()).unwrap();
+    c.send("bob", "other dir", &SendOptions::default()).unwrap();
+    let g = b.gate_inbox().unwrap();
+    assert_eq!(g.deliver.len(), 1);
+    assert_eq!(g.deliver[0].content, "same dir");
+    assert_eq!(g.held.len(), 1);
+    assert!(b.held().unwrap()[0].reason.contains("another directory"));
+}
+
+#[test]
+fn held_inbox_is_capped_and_expires() {
+    let r = root();
+    let a = open(&r.path, "ses_a", "alice", &r.path.join("../pa"), "accept");
+    std::fs::create_dir_all(r.path.join("../pb")).unwrap();
+    let b = Broker::open(OpenOptions {
+        session_id: "ses_b".into(),
+        alias: Some("bob".into()),
+        root: Some(r.path.clone()),
+        directory: Some(r.path.join("../pb")),
+        inbound: Some("hold".into()),
+        inbound_env: Some(None),
+        held_cap: Some(2),
+        held_ttl: Some(Duration::from_millis(300)),
+        ..Default::default()
+    })
+    .unwrap();
+    for i in 0..3 {
+        a.send("bob", &format!("m{i}"), &SendOptions::default())
+            .unwrap();
+    }
+    let g = b.gate_inbox().unwrap();
+    assert_eq!(g.held.len(), 2);
+    assert_eq!(g.dropped.len(), 1);
+    assert_eq!(b.held().unwrap().len(), 2);
+    std::thread::sleep(Duration::from_millis(400));
+    assert!(
+        b.held().unwrap().is_empty(),
+        "expired entries are not listed"
+    );
+    let expired = b.expire_held().unwrap();
+    assert_eq!(expired.len(), 2);
+    let statuses: Vec<Status> = a.receipts(10).unwrap().iter().map(|r| r.status).collect();
+    assert_eq!(
+        statuses.iter().filter(|s| **s == Status::Expired).count(),
+        2
+    );
+    assert_eq!(
+        statuses.iter().filter(|s| **s == Status::Dropped).count(),
+        1
+    );
+}
+
+#[test]
+fn hop_limit_refuses_the_fifth_message_with_a_receipt() {
+    let r = root();
+    let a = open(&r.path, "ses_a", "alice", &r.path.join("../pa"), "accept");
+    let _b = open(&r.path, "ses_b", "bob", &r.path.join("../pb"), "accept");
+    let chain: Vec<String> = vec!["s1".into(), "s2".into(), "s3".into()];
+    let ok = a
+        .send("bob", "hop 4", &SendOptions { via: chain.clone() })
+        .unwrap();
+    assert_eq!(ok.status, "queued");
+    let mut long = chain;
+    long.push("s4".into());
+    let err = a
+        .send("bob", "hop 5", &SendOptions { via: long })
+        .unwrap_err();
+    assert_eq!(err.code(), ErrorCode::HopLimit);
+    let receipts = a.receipts(10).unwrap();
+    assert_eq!(receipts.last().unwrap().status, Status::Refused);
+    assert_eq!(_b.peek().unwrap().len(), 1);
+}
+
+#[test]
+fn rate_limit_per_pair() {
+    let r = root();
+    std::fs::create_dir_all(r.path.join("../pa")).unwrap();
+    let a = Broker::open(OpenOptions {
+        session_id: "ses_a".into(),
+        alias: Some("alice".into()),
+        root: Some(r.path.clone()),
+        directory: Some(r.path.join("../pa")),
+        rate: Some(c2c_bridge::policy::rate::RateConfig {
+            burst: 3,
+            window_s: 60.0,
+            ..Default::default()
+        }),
+        ..Default::default()
+    })
+    .unwrap();
+    let b = open(&r.path, "ses_b", "bob", &r.path.join("../pb"), "accept");
+    let _c = open(&r.path, "ses_c", "carol", &r.path.join("../pc"), "accept");
+    for i in 0..3 {
+        a.send("bob", &format!("m{i}"), &SendOptions::default())
+            .unwrap();
+    }
+    let err = a
+        .send("bob", "one too many", &SendOptions::default())
+        .unwrap_err();
+    assert_eq!(err.code(), ErrorCode::RateLimited);
+    assert_eq!(b.peek().unwrap().len(), 3);
+    // another recipient has its own budget
+    a.send("carol", "fine", &SendOptions::default()).unwrap();
+    assert_eq!(
+        a.receipts(10).unwrap().last().unwrap().status,
+        Status::RateLimited
+    );
+}
