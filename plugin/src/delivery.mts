@@ -10,11 +10,12 @@
  * - Never twice: injected ids are remembered, and after a restart the session's transcript
  *   (`metadata.peerMessage.messageId` of its parts) is read once before the first injection.
  *
- * This module receives only the {@link Inject} capability and a pure framing function.
+ * This module receives only the {@link Inject} capability; framing and the inbound policy
+ * are decided in Rust (the deps' `gate`).
  */
 import type { Inject } from "./inject.mjs";
 
-/** A message as the addon's `peek()` returns it (`content` and `fromAlias` are untrusted). */
+/** A message as the addon's inbox calls return it (`content` and `fromAlias` are untrusted). */
 export interface PeerMessage {
   messageId: string;
   fromAlias: string;
@@ -26,22 +27,22 @@ export interface PeerMessage {
   fromSessionId?: string | null;
 }
 
-/** Frame a peer message for the model (the Rust envelope module). */
-export type Frame = (message: PeerMessage) => string;
+/** A message the Rust inbound gate accepted, with the frame the model is to see. */
+export interface Deliverable {
+  message: PeerMessage;
+  /** Framed by the Rust envelope module; peer text never reaches the model any other way. */
+  framed: string;
+}
 
 /**
  * Show one peer message to the model of `sessionId` as a synthetic user text part that
  * carries `metadata.peerMessage` (the provenance mark). Receives only `inject`.
  */
-export async function surfaceAdvisory(
-  message: PeerMessage,
-  sessionId: string,
-  inject: Inject,
-  frame: Frame,
-): Promise<void> {
+export async function surfaceAdvisory(item: Deliverable, sessionId: string, inject: Inject): Promise<void> {
+  const message = item.message;
   await inject(sessionId, {
     type: "text",
-    text: frame(message),
+    text: item.framed,
     synthetic: true,
     metadata: {
       peerMessage: { messageId: message.messageId, from: message.fromAlias, via: [...message.via] },
@@ -51,10 +52,17 @@ export async function surfaceAdvisory(
 
 /** What the delivery queue needs from the rest of the plugin. */
 export interface DeliveryDeps {
-  /** Read the session's inbox without consuming it; undefined when not registered. */
-  peek(sessionId: string): PeerMessage[] | undefined;
-  /** Acknowledge (archive) messages. */
-  ack(sessionId: string, messageIds: string[]): void;
+  /**
+   * Run the session's inbox through the Rust inbound gate and return the accepted messages
+   * (still in the inbox, framed); undefined when the session is not registered.
+   */
+  gate(sessionId: string): Deliverable[] | undefined;
+  /** Whether the session's inbox has anything (cheap; the fallback timer's check). */
+  pending(sessionId: string): boolean;
+  /** Acknowledge (archive) messages, with a `delivered` or `duplicate` receipt for their senders. */
+  ack(sessionId: string, messageIds: string[], status: "delivered" | "duplicate"): void;
+  /** Housekeeping on the fallback timer (e.g. expiring held messages). */
+  housekeeping?(sessionId: string): void;
   /** Whether the session is running a turn. */
   isBusy(sessionId: string): boolean;
   setBusy(sessionId: string, busy: boolean): void;
@@ -88,7 +96,6 @@ export class Delivery {
   constructor(
     private readonly deps: DeliveryDeps,
     private readonly inject: Inject,
-    private readonly frame: Frame,
     private readonly opts: { fallbackIntervalMs: number; retryBaseMs: number },
   ) {}
 
@@ -122,8 +129,8 @@ export class Delivery {
     const now = Date.now();
     let stale = false;
     for (const sid of this.deps.sessions()) {
-      const pending = this.deps.peek(sid)?.length ?? 0;
-      if (pending === 0) continue;
+      this.deps.housekeeping?.(sid);
+      if (!this.deps.pending(sid)) continue;
       if (this.deps.isBusy(sid)) {
         const s = this.st(sid);
         if (!s.busySince) s.busySince = now;
@@ -156,8 +163,9 @@ export class Delivery {
       if (this.deps.isBusy(sessionId)) return;
       s.busySince = 0;
       if (Date.now() < s.retryAt) return;
-      const messages = this.deps.peek(sessionId);
-      if (!messages || messages.length === 0) return;
+      const items = this.deps.gate(sessionId);
+      if (!items || items.length === 0) return;
+      const messages = items.map((i) => i.message);
       if (!s.scanned) {
         for (const id of await this.deps.injectedInTranscript(sessionId)) s.injected.add(id);
         s.scanned = true;
@@ -165,14 +173,14 @@ export class Delivery {
       const already = messages.filter((m) => s.injected.has(m.messageId)).map((m) => m.messageId);
       if (already.length > 0) {
         this.deps.log("info", `dropping ${already.length} already-injected duplicate(s) for ${sessionId}`);
-        this.safeAck(sessionId, already);
+        this.safeAck(sessionId, already, "duplicate");
       }
-      const next = messages.find((m) => !s.injected.has(m.messageId));
+      const next = items.find((i) => !s.injected.has(i.message.messageId));
       if (!next || this.stopped) return;
       // The injection starts a turn: count the session busy from now until OpenCode says idle.
       this.deps.setBusy(sessionId, true);
       try {
-        await surfaceAdvisory(next, sessionId, this.inject, this.frame);
+        await surfaceAdvisory(next, sessionId, this.inject);
       } catch (err) {
         this.deps.setBusy(sessionId, false);
         s.failures += 1;
@@ -189,20 +197,20 @@ export class Delivery {
       }
       s.failures = 0;
       s.retryAt = 0;
-      s.injected.add(next.messageId);
+      s.injected.add(next.message.messageId);
       if (s.injected.size > MAX_REMEMBERED) {
         const oldest = s.injected.values().next().value;
         if (oldest !== undefined) s.injected.delete(oldest);
       }
-      this.safeAck(sessionId, [next.messageId]);
+      this.safeAck(sessionId, [next.message.messageId], "delivered");
     } finally {
       s.running = false;
     }
   }
 
-  private safeAck(sessionId: string, ids: string[]): void {
+  private safeAck(sessionId: string, ids: string[], status: "delivered" | "duplicate"): void {
     try {
-      this.deps.ack(sessionId, ids);
+      this.deps.ack(sessionId, ids, status);
     } catch (err) {
       // The id stays in `injected`, so it is not shown again; a restart finds it in the transcript.
       this.deps.log("warn", `ack for ${sessionId} failed: ${String(err)}`);

@@ -9,7 +9,7 @@
 import { readFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import { loadAddon } from "./addon.mjs";
-import { Delivery, type PeerMessage } from "./delivery.mjs";
+import { Delivery } from "./delivery.mjs";
 import type { HostEvent, HostSession, PluginHooks, PluginInput } from "./host.mjs";
 import { makeInject } from "./inject.mjs";
 import { createLogger, safe } from "./log.mjs";
@@ -59,8 +59,10 @@ async function server(input: PluginInput, rawOptions?: Record<string, unknown>):
 
   delivery.current = new Delivery(
     {
-      peek: (sid) => sessions.get(sid)?.peek() as PeerMessage[] | undefined,
-      ack: (sid, ids) => void sessions.get(sid)?.ack(ids),
+      gate: (sid) => sessions.get(sid)?.gateInbox().deliver,
+      pending: (sid) => (sessions.get(sid)?.peek().length ?? 0) > 0,
+      ack: (sid, ids, status) => void sessions.get(sid)?.acknowledge(ids, status),
+      housekeeping: (sid) => void sessions.get(sid)?.expireHeld(),
       isBusy: (sid) => sessions.isBusy(sid),
       setBusy: (sid, busy) => sessions.setBusy(sid, busy),
       sessions: () => sessions.registered(),
@@ -84,14 +86,6 @@ async function server(input: PluginInput, rawOptions?: Record<string, unknown>):
       log: (level, message) => logger.log(level, message),
     },
     makeInject(client),
-    (m) =>
-      addon.frameMessage({
-        fromAlias: m.fromAlias,
-        body: m.content,
-        messageId: m.messageId,
-        via: m.via,
-        roomId: m.roomId ?? undefined,
-      }),
     options,
   );
   setTimeout(() => delivery.current?.start(), 0);
