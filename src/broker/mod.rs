@@ -5,6 +5,7 @@
 //! The recipient of a send is a *target*, never an identity.
 
 mod messaging;
+mod pending;
 mod rooms;
 
 use std::path::PathBuf;
@@ -24,6 +25,7 @@ use crate::store::{self, BrokerRoot};
 use crate::watch::InboxWatcher;
 
 pub use messaging::{AckResult, BroadcastResult, Receipt, SendOptions, Skipped, SweepReport};
+pub use pending::PendingOpened;
 pub use rooms::{RoomInfo, RoomMessage};
 
 /// Default maximum message size: 16 KiB of UTF-8.
@@ -62,6 +64,14 @@ pub struct OpenOptions {
     pub lock_timeout: Option<Duration>,
     /// Environment for root resolution (default: the process environment).
     pub env: Option<RootEnv>,
+    /// The raw `C2C_PERMISSION_TTL` value to use instead of the process environment's (an
+    /// empty string counts as unset). Read once, here; see [`crate::pending::parse_ttl`] for
+    /// how out-of-range and unusable values are treated. Default: the process environment.
+    pub permission_ttl_env: Option<String>,
+    /// Active pending-reply slots allowed per requester alias (default 16, c2c's). At least 1.
+    pub pending_per_alias_cap: Option<usize>,
+    /// Active pending-reply slots allowed in the root (default 1024, c2c's). At least 1.
+    pub pending_global_cap: Option<usize>,
 }
 
 /// A peer as listed by [`Broker::list_peers`].
@@ -97,6 +107,8 @@ pub struct Broker {
     attached: bool,
     max_message_bytes: usize,
     lock_timeout: Duration,
+    pending_ttl: crate::pending::Ttl,
+    pending_caps: crate::pending::Caps,
     log: AuditLog,
     closed: AtomicBool,
     watcher: Mutex<Option<InboxWatcher>>,
@@ -131,6 +143,21 @@ impl Broker {
             });
         }
         let lock_timeout = opts.lock_timeout.unwrap_or(DEFAULT_LOCK_TIMEOUT);
+        let pending_caps = pending_caps(&opts)?;
+        let pending_ttl = crate::pending::parse_ttl(
+            opts.permission_ttl_env
+                .clone()
+                .or_else(|| std::env::var(crate::pending::TTL_ENV).ok())
+                .as_deref(),
+        );
+        if let Some(reason) = &pending_ttl.invalid {
+            log.event(
+                "pending_ttl_invalid",
+                fields! {"reason" => reason, "ttl" => pending_ttl.secs},
+            );
+        } else if pending_ttl.clamped {
+            log.event("pending_ttl_clamped", fields! {"ttl" => pending_ttl.secs});
+        }
         let directory = opts
             .directory
             .as_ref()
@@ -172,7 +199,9 @@ impl Broker {
             let alias = loop {
                 match register(&root, reg.clone(), lock_timeout) {
                     Ok(()) => break reg.alias.clone(),
-                    Err(Error::AliasTaken { suggestion, .. }) if opts.auto_alias && attempts < 64 => {
+                    Err(Error::AliasTaken { suggestion, .. })
+                        if opts.auto_alias && attempts < 64 =>
+                    {
                         attempts += 1;
                         reg.alias = suggestion;
                     }
@@ -198,6 +227,8 @@ impl Broker {
             attached: opts.attach,
             max_message_bytes,
             lock_timeout,
+            pending_ttl,
+            pending_caps,
             log,
             closed: AtomicBool::new(false),
             watcher: Mutex::new(None),
@@ -276,7 +307,11 @@ impl Broker {
     /// # Errors
     /// As [`Broker::list_peers`].
     pub fn framed_peer_list(&self, own_version: &str) -> Result<String> {
-        let peers: Vec<Peer> = self.list_peers()?.into_iter().filter(|p| !p.is_self).collect();
+        let peers: Vec<Peer> = self
+            .list_peers()?
+            .into_iter()
+            .filter(|p| !p.is_self)
+            .collect();
         let fields: Vec<Vec<(&str, String)>> = peers
             .iter()
             .map(|p| {
@@ -290,7 +325,10 @@ impl Broker {
                 if let Some(v) = &p.plugin_version {
                     f.push(("plugin_version", v.clone()));
                     if p.client_type.as_deref() == Some("opencode") && v != own_version {
-                        f.push(("stale", format!("runs c2c-bridge {v}, this session runs {own_version}")));
+                        f.push((
+                            "stale",
+                            format!("runs c2c-bridge {v}, this session runs {own_version}"),
+                        ));
                     }
                 }
                 f
@@ -385,6 +423,27 @@ impl Drop for Broker {
         // dropped handle in a crashed-and-restarted plugin must not unregister its successor.
         self.unwatch();
     }
+}
+
+/// The pending caps of `opts`, each at least 1.
+fn pending_caps(opts: &OpenOptions) -> Result<crate::pending::Caps> {
+    let defaults = crate::pending::Caps::default();
+    let check = |v: Option<usize>, name: &str, default: usize| match v {
+        Some(0) => Err(Error::InvalidOption {
+            option: name.into(),
+            reason: "must be at least 1".into(),
+        }),
+        Some(n) => Ok(n),
+        None => Ok(default),
+    };
+    Ok(crate::pending::Caps {
+        per_alias: check(
+            opts.pending_per_alias_cap,
+            "pendingPerAliasCap",
+            defaults.per_alias,
+        )?,
+        global: check(opts.pending_global_cap, "pendingGlobalCap", defaults.global)?,
+    })
 }
 
 /// Register `reg` in the root: the one register operation every path goes through.

@@ -7,6 +7,62 @@ use crate::broker::{
     AckResult, BroadcastResult, Peer, Receipt, RoomInfo, RoomMessage, SweepReport,
 };
 use crate::inbox::Message;
+use crate::pending;
+
+/// What `openPendingReply` returns.
+#[napi(object)]
+#[derive(Debug, Clone)]
+pub struct PendingOpened {
+    /// Always true (failures throw).
+    pub ok: bool,
+    /// The perm id of the new slot.
+    pub perm_id: String,
+    /// `"permission"` or `"question"`.
+    pub kind: String,
+    /// The TTL applied, in seconds.
+    pub ttl_seconds: f64,
+    /// Expiry, in epoch seconds (float).
+    pub expires_at: f64,
+    /// The supervisors stored: validated, deduplicated (case-insensitively), without the
+    /// requester.
+    pub supervisors: Vec<String>,
+}
+
+impl From<crate::broker::PendingOpened> for PendingOpened {
+    fn from(o: crate::broker::PendingOpened) -> PendingOpened {
+        PendingOpened {
+            ok: true,
+            perm_id: o.perm_id,
+            kind: o.kind.as_str().to_string(),
+            ttl_seconds: o.ttl_seconds,
+            expires_at: o.expires_at,
+            supervisors: o.supervisors,
+        }
+    }
+}
+
+/// What `checkPendingReply` returns: c2c's outcome, as data.
+#[napi(object)]
+#[derive(Debug, Clone)]
+pub struct CheckOutcome {
+    /// Whether this session is a supervisor of an active slot with that perm id.
+    pub valid: bool,
+    /// The requester's session id when valid, else null.
+    pub requester_session_id: Option<String>,
+    /// Null when valid, else `"unknown permission ID"`, `"permission ID expired"` or
+    /// `"reply from non-supervisor: <alias>"`.
+    pub error: Option<String>,
+}
+
+impl From<pending::CheckOutcome> for CheckOutcome {
+    fn from(o: pending::CheckOutcome) -> CheckOutcome {
+        CheckOutcome {
+            valid: o.valid,
+            requester_session_id: o.requester_session_id,
+            error: o.error,
+        }
+    }
+}
 
 /// Options of `Broker.open`.
 #[napi(object)]
@@ -40,6 +96,12 @@ pub struct OpenOptions {
     pub max_message_bytes: Option<u32>,
     /// How long to wait for a file lock, in milliseconds. Default 5000.
     pub lock_timeout_ms: Option<u32>,
+    /// Active pending-reply slots allowed per requester alias (case-insensitive). Default 16
+    /// (c2c's). At least 1. The TTL of slots comes from `C2C_PERMISSION_TTL` (seconds,
+    /// default 600, clamped to 1 s–24 h), read once when the handle opens.
+    pub pending_per_alias_cap: Option<u32>,
+    /// Active pending-reply slots allowed in the broker root. Default 1024 (c2c's). At least 1.
+    pub pending_global_cap: Option<u32>,
 }
 
 /// Options of `send`, `sendAll` and `sendRoom`.
