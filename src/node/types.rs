@@ -1,6 +1,7 @@
 //! JS-side shapes (`#[napi(object)]`) and their conversions from core types. Times are epoch
 //! seconds as floats, exactly as c2c stores them.
 
+use napi::bindgen_prelude::{Either, Null};
 use napi_derive::napi;
 
 use crate::broker::{
@@ -47,19 +48,30 @@ impl From<crate::broker::PendingOpened> for PendingOpened {
 pub struct CheckOutcome {
     /// Whether this session is a supervisor of an active slot with that perm id.
     pub valid: bool,
-    /// The requester's session id when valid, else null.
-    pub requester_session_id: Option<String>,
+    /// The requester's session id when valid, else null (c2c's JSON has the key either way).
+    pub requester_session_id: Either<String, Null>,
     /// Null when valid, else `"unknown permission ID"`, `"permission ID expired"` or
     /// `"reply from non-supervisor: <alias>"`.
-    pub error: Option<String>,
+    pub error: Either<String, Null>,
+}
+
+/// A string or an explicit `null` (an `Option` field would be left out of the object).
+type StringOrNull = Either<String, Null>;
+
+/// `Some(s)` → `s`, `None` → `null`.
+pub fn string_or_null(s: Option<String>) -> StringOrNull {
+    match s {
+        Some(s) => Either::A(s),
+        None => Either::B(Null),
+    }
 }
 
 impl From<pending::CheckOutcome> for CheckOutcome {
     fn from(o: pending::CheckOutcome) -> CheckOutcome {
         CheckOutcome {
             valid: o.valid,
-            requester_session_id: o.requester_session_id,
-            error: o.error,
+            requester_session_id: string_or_null(o.requester_session_id),
+            error: string_or_null(o.error),
         }
     }
 }
