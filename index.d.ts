@@ -151,6 +151,35 @@ export declare class Broker {
    */
   framedReceipts(limit?: number | undefined | null): string
   /**
+   * Record that this session asked `supervisors` (aliases) about permission `permId`
+   * (`kind`: `"permission"` or `"question"`). The requester is this handle's own
+   * registration. Returns `{ ok: true, permId, kind, ttlSeconds, expiresAt }` (seconds;
+   * `expiresAt` epoch seconds) plus the stored `supervisors`. The slot authorises
+   * nothing: it lets `checkPendingReply` verify who replied.
+   *
+   * Errors (`err.code`): `E_INVALID_ID` (perm id or a supervisor alias),
+   * `E_INVALID_OPTION` (kind; empty supervisors, or only the requester itself),
+   * `E_DUPLICATE_PERM_ID` (an active slot has that id), `E_PENDING_CAP` (c2c's text),
+   * `E_NOT_REGISTERED`, `E_CLOSED`, `E_STORE_CORRUPT`, `E_LOCK_TIMEOUT`, `E_IO`.
+   */
+  openPendingReply(permId: string, kind: string, supervisors: Array<string>): PendingOpened
+  /**
+   * Check a reply to `permId` sent by this session (the replier is this handle's own
+   * alias; there is no argument for it). Returns c2c's outcome as data:
+   * `{ valid: true, requesterSessionId, error: null }` or `{ valid: false,
+   * requesterSessionId: null, error }` with `error` one of `"unknown permission ID"`,
+   * `"permission ID expired"`, `"reply from non-supervisor: <alias>"`. A valid outcome is
+   * advisory: it never answers the permission.
+   *
+   * Errors: `E_NOT_REGISTERED`, `E_CLOSED`, `E_STORE_CORRUPT`, `E_LOCK_TIMEOUT`, `E_IO`.
+   */
+  checkPendingReply(permId: string): CheckOutcome
+  /**
+   * The TTL of new pending slots in seconds (`C2C_PERMISSION_TTL` read at open, clamped
+   * to 1 s–24 h; unusable values give 600).
+   */
+  get pendingTtlSeconds(): number
+  /**
    * Call `callback({ sessionId })` whenever this session's inbox file changes (inotify,
    * including atomic renames; no polling). The callback runs on the JS thread; it never
    * keeps the process alive, and an exception it throws is swallowed, never fatal.
@@ -175,12 +204,37 @@ export interface AckReport {
   missing: Array<string>
 }
 
+/** A verdict as read by `readApprovalVerdict`. */
+export interface ApprovalVerdict {
+  /** The token. */
+  token: string
+  /** `"allow"` or `"deny"`. */
+  verdict: string
+  /** The operator's reason, or null. */
+  reason: string | null
+  /** When it was written, epoch seconds (float). */
+  ts: number
+}
+
 /** Result of `sendAll` / `sendRoom`. */
 export interface BroadcastReport {
   /** One receipt per recipient reached. */
   sent: Array<SendReceipt>
   /** Recipients not reached. */
   skipped: Array<SkippedRecipient>
+}
+
+/** What `checkPendingReply` returns: c2c's outcome, as data. */
+export interface CheckOutcome {
+  /** Whether this session is a supervisor of an active slot with that perm id. */
+  valid: boolean
+  /** The requester's session id when valid, else null (c2c's JSON has the key either way). */
+  requesterSessionId: string | null
+  /**
+   * Null when valid, else `"unknown permission ID"`, `"permission ID expired"` or
+   * `"reply from non-supervisor: <alias>"`.
+   */
+  error: string | null
 }
 
 /**
@@ -374,6 +428,14 @@ export interface OpenOptions {
   rateBurst?: number
   /** Rate limit: seconds over which the burst refills. Default 60. */
   rateWindowSecs?: number
+  /**
+   * Active pending-reply slots allowed per requester alias (case-insensitive). Default 16
+   * (c2c's). At least 1. The TTL of slots comes from `C2C_PERMISSION_TTL` (seconds,
+   * default 600, clamped to 1 s–24 h), read once when the handle opens.
+   */
+  pendingPerAliasCap?: number
+  /** Active pending-reply slots allowed in the broker root. Default 1024 (c2c's). At least 1. */
+  pendingGlobalCap?: number
 }
 
 /**
@@ -404,6 +466,25 @@ export interface PeerInfo {
   isSelf: boolean
 }
 
+/** What `openPendingReply` returns. */
+export interface PendingOpened {
+  /** Always true (failures throw). */
+  ok: boolean
+  /** The perm id of the new slot. */
+  permId: string
+  /** `"permission"` or `"question"`. */
+  kind: string
+  /** The TTL applied, in seconds. */
+  ttlSeconds: number
+  /** Expiry, in epoch seconds (float). */
+  expiresAt: number
+  /**
+   * The supervisors stored: validated, deduplicated (case-insensitively), without the
+   * requester.
+   */
+  supervisors: Array<string>
+}
+
 /** A recognised `permission:<id>:<verdict>` message body. */
 export interface PermissionReplyText {
   /** The perm id named by the text. */
@@ -418,6 +499,14 @@ export interface PermissionReplyText {
  * Errors: `E_ROOT_INSECURE`, `E_IO`.
  */
 export declare function probeLock(root: string, file: string, timeoutMs?: number | undefined | null): boolean
+
+/**
+ * Read the verdict for `token`, or `null` while there is none.
+ *
+ * Errors: `E_INVALID_ID`, `E_ROOT_INSECURE` (unsafe directory, or the verdict file is a
+ * symlink or not ours), `E_STORE_CORRUPT` (not a verdict), `E_IO`.
+ */
+export declare function readApprovalVerdict(root: string, token: string): ApprovalVerdict | null
 
 /**
  * The last `limit` (default 50) lines of `broker.log` as JSON strings (one object each:
@@ -524,3 +613,13 @@ export interface SweepResult {
   /** Messages moved to `dead-letter.jsonl` (none is dropped). */
   deadLettered: number
 }
+
+/**
+ * Write `<root>/approval-verdict/<token>.json` (file 0600, directory 0700, atomic, never
+ * through a symlink) with `verdict` `"allow"` or `"deny"`; returns the file's path. A later
+ * write for the same token replaces the verdict.
+ *
+ * Errors: `E_INVALID_ID` (token not 1–128 chars of `[A-Za-z0-9_-]`), `E_INVALID_OPTION`
+ * (verdict), `E_ROOT_INSECURE`, `E_IO`.
+ */
+export declare function writeApprovalVerdict(root: string, token: string, verdict: string, reason?: string | undefined | null): string

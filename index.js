@@ -847,5 +847,7 @@ module.exports.nativeVersion = nativeBinding.nativeVersion
 module.exports.noop = nativeBinding.noop
 module.exports.parsePermissionReply = nativeBinding.parsePermissionReply
 module.exports.probeLock = nativeBinding.probeLock
+module.exports.readApprovalVerdict = nativeBinding.readApprovalVerdict
 module.exports.readLog = nativeBinding.readLog
 module.exports.resolveRoot = nativeBinding.resolveRoot
+module.exports.writeApprovalVerdict = nativeBinding.writeApprovalVerdict

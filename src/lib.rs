@@ -10,6 +10,7 @@
 //! - [`store`]: the broker root (resolution, permission checks), OFD locks on `X.lock`
 //!   sidecars, atomic JSON files, JSON-lines appends.
 //! - [`registry`], [`inbox`], [`pending`], [`log`]: c2c's broker-root records.
+//! - [`verdict`]: the host-local approval verdict files (`approval-verdict/<token>.json`).
 //! - [`watch`]: the inbox watcher (notify/inotify).
 //! - [`broker`]: the identity-bound handle every caller goes through.
 //! - [`envelope`]: framing of peer text for the model; permission-reply recognition.
@@ -51,6 +52,7 @@ pub mod receipts;
 pub mod registry;
 pub mod store;
 pub mod time;
+pub mod verdict;
 pub mod watch;
 
 pub use broker::{Broker, OpenOptions, Peer};

@@ -6,6 +6,7 @@
 
 mod gate;
 mod messaging;
+mod pending;
 mod rooms;
 
 use std::path::PathBuf;
@@ -28,6 +29,7 @@ use crate::watch::InboxWatcher;
 
 pub use gate::{GateReport, HeldMessage, HeldSelector};
 pub use messaging::{AckResult, BroadcastResult, Receipt, SendOptions, Skipped, SweepReport};
+pub use pending::PendingOpened;
 pub use rooms::{RoomInfo, RoomMessage};
 
 /// Default maximum message size: 16 KiB of UTF-8.
@@ -77,6 +79,14 @@ pub struct OpenOptions {
     pub held_ttl: Option<Duration>,
     /// Per sender→recipient rate limit (default: burst 20, refilled over 60 s).
     pub rate: Option<crate::policy::rate::RateConfig>,
+    /// The raw `C2C_PERMISSION_TTL` value to use instead of the process environment's (an
+    /// empty string counts as unset). Read once, here; see [`crate::pending::parse_ttl`] for
+    /// how out-of-range and unusable values are treated. Default: the process environment.
+    pub permission_ttl_env: Option<String>,
+    /// Active pending-reply slots allowed per requester alias (default 16, c2c's). At least 1.
+    pub pending_per_alias_cap: Option<usize>,
+    /// Active pending-reply slots allowed in the root (default 1024, c2c's). At least 1.
+    pub pending_global_cap: Option<usize>,
 }
 
 /// Default held-inbox capacity.
@@ -117,6 +127,8 @@ pub struct Broker {
     attached: bool,
     max_message_bytes: usize,
     lock_timeout: Duration,
+    pending_ttl: crate::pending::Ttl,
+    pending_caps: crate::pending::Caps,
     log: AuditLog,
     closed: AtomicBool,
     watcher: Mutex<Option<InboxWatcher>>,
@@ -175,6 +187,21 @@ impl Broker {
                 option: "heldTtlSecs".into(),
                 reason: "must be positive".into(),
             });
+        }
+        let pending_caps = pending_caps(&opts)?;
+        let pending_ttl = crate::pending::parse_ttl(
+            opts.permission_ttl_env
+                .clone()
+                .or_else(|| std::env::var(crate::pending::TTL_ENV).ok())
+                .as_deref(),
+        );
+        if let Some(reason) = &pending_ttl.invalid {
+            log.event(
+                "pending_ttl_invalid",
+                fields! {"reason" => reason, "ttl" => pending_ttl.secs},
+            );
+        } else if pending_ttl.clamped {
+            log.event("pending_ttl_clamped", fields! {"ttl" => pending_ttl.secs});
         }
         let directory = opts
             .directory
@@ -245,6 +272,8 @@ impl Broker {
             attached: opts.attach,
             max_message_bytes,
             lock_timeout,
+            pending_ttl,
+            pending_caps,
             log,
             closed: AtomicBool::new(false),
             watcher: Mutex::new(None),
@@ -460,6 +489,27 @@ impl Drop for Broker {
         // dropped handle in a crashed-and-restarted plugin must not unregister its successor.
         self.unwatch();
     }
+}
+
+/// The pending caps of `opts`, each at least 1.
+fn pending_caps(opts: &OpenOptions) -> Result<crate::pending::Caps> {
+    let defaults = crate::pending::Caps::default();
+    let check = |v: Option<usize>, name: &str, default: usize| match v {
+        Some(0) => Err(Error::InvalidOption {
+            option: name.into(),
+            reason: "must be at least 1".into(),
+        }),
+        Some(n) => Ok(n),
+        None => Ok(default),
+    };
+    Ok(crate::pending::Caps {
+        per_alias: check(
+            opts.pending_per_alias_cap,
+            "pendingPerAliasCap",
+            defaults.per_alias,
+        )?,
+        global: check(opts.pending_global_cap, "pendingGlobalCap", defaults.global)?,
+    })
 }
 
 /// Register `reg` in the root: the one register operation every path goes through.

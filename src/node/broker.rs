@@ -11,9 +11,9 @@ use napi_derive::napi;
 
 use super::error::{to_js, JsCode};
 use super::types::{
-    AckReport, BroadcastReport, DeliverableMessage, GateResult, HeldEntry, InboxChange,
-    InboxMessage, OpenOptions, PeerInfo, ReceiptInfo, Room, RoomHistoryEntry, SendOptions,
-    SendReceipt, SweepResult,
+    AckReport, BroadcastReport, CheckOutcome, DeliverableMessage, GateResult, HeldEntry,
+    InboxChange, InboxMessage, OpenOptions, PeerInfo, PendingOpened, ReceiptInfo, Room,
+    RoomHistoryEntry, SendOptions, SendReceipt, SweepResult,
 };
 use crate::broker as core;
 
@@ -95,6 +95,10 @@ impl JsBroker {
                     })
                 }
             },
+            // Read from the process environment (`C2C_PERMISSION_TTL`) once, here.
+            permission_ttl_env: None,
+            pending_per_alias_cap: options.pending_per_alias_cap.map(|n| n as usize),
+            pending_global_cap: options.pending_global_cap.map(|n| n as usize),
         };
         let inner = core::Broker::open(opts).map_err(to_js)?;
         Ok(JsBroker {
@@ -404,6 +408,52 @@ impl JsBroker {
             .receipts(limit.unwrap_or(20) as usize)
             .map_err(to_js)?;
         Ok(crate::framing::frame_receipts(&r))
+    }
+
+    /// Record that this session asked `supervisors` (aliases) about permission `permId`
+    /// (`kind`: `"permission"` or `"question"`). The requester is this handle's own
+    /// registration. Returns `{ ok: true, permId, kind, ttlSeconds, expiresAt }` (seconds;
+    /// `expiresAt` epoch seconds) plus the stored `supervisors`. The slot authorises
+    /// nothing: it lets `checkPendingReply` verify who replied.
+    ///
+    /// Errors (`err.code`): `E_INVALID_ID` (perm id or a supervisor alias),
+    /// `E_INVALID_OPTION` (kind; empty supervisors, or only the requester itself),
+    /// `E_DUPLICATE_PERM_ID` (an active slot has that id), `E_PENDING_CAP` (c2c's text),
+    /// `E_NOT_REGISTERED`, `E_CLOSED`, `E_STORE_CORRUPT`, `E_LOCK_TIMEOUT`, `E_IO`.
+    #[napi(catch_unwind)]
+    pub fn open_pending_reply(
+        &self,
+        perm_id: String,
+        kind: String,
+        supervisors: Vec<String>,
+    ) -> Result<PendingOpened, JsCode> {
+        self.inner
+            .open_pending_reply(&perm_id, &kind, &supervisors)
+            .map(Into::into)
+            .map_err(to_js)
+    }
+
+    /// Check a reply to `permId` sent by this session (the replier is this handle's own
+    /// alias; there is no argument for it). Returns c2c's outcome as data:
+    /// `{ valid: true, requesterSessionId, error: null }` or `{ valid: false,
+    /// requesterSessionId: null, error }` with `error` one of `"unknown permission ID"`,
+    /// `"permission ID expired"`, `"reply from non-supervisor: <alias>"`. A valid outcome is
+    /// advisory: it never answers the permission.
+    ///
+    /// Errors: `E_NOT_REGISTERED`, `E_CLOSED`, `E_STORE_CORRUPT`, `E_LOCK_TIMEOUT`, `E_IO`.
+    #[napi(catch_unwind)]
+    pub fn check_pending_reply(&self, perm_id: String) -> Result<CheckOutcome, JsCode> {
+        self.inner
+            .check_pending_reply(&perm_id)
+            .map(Into::into)
+            .map_err(to_js)
+    }
+
+    /// The TTL of new pending slots in seconds (`C2C_PERMISSION_TTL` read at open, clamped
+    /// to 1 s–24 h; unusable values give 600).
+    #[napi(getter, catch_unwind)]
+    pub fn pending_ttl_seconds(&self) -> f64 {
+        self.inner.pending_ttl_secs()
     }
 
     /// Call `callback({ sessionId })` whenever this session's inbox file changes (inotify,

@@ -10,6 +10,7 @@ pub mod broker;
 pub mod envelope;
 pub mod error;
 pub mod types;
+pub mod verdict;
 
 use napi_derive::napi;
 

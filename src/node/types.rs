@@ -1,12 +1,80 @@
 //! JS-side shapes (`#[napi(object)]`) and their conversions from core types. Times are epoch
 //! seconds as floats, exactly as c2c stores them.
 
+use napi::bindgen_prelude::{Either, Null};
 use napi_derive::napi;
 
 use crate::broker::{
     AckResult, BroadcastResult, Peer, Receipt, RoomInfo, RoomMessage, SweepReport,
 };
 use crate::inbox::Message;
+use crate::pending;
+
+/// What `openPendingReply` returns.
+#[napi(object)]
+#[derive(Debug, Clone)]
+pub struct PendingOpened {
+    /// Always true (failures throw).
+    pub ok: bool,
+    /// The perm id of the new slot.
+    pub perm_id: String,
+    /// `"permission"` or `"question"`.
+    pub kind: String,
+    /// The TTL applied, in seconds.
+    pub ttl_seconds: f64,
+    /// Expiry, in epoch seconds (float).
+    pub expires_at: f64,
+    /// The supervisors stored: validated, deduplicated (case-insensitively), without the
+    /// requester.
+    pub supervisors: Vec<String>,
+}
+
+impl From<crate::broker::PendingOpened> for PendingOpened {
+    fn from(o: crate::broker::PendingOpened) -> PendingOpened {
+        PendingOpened {
+            ok: true,
+            perm_id: o.perm_id,
+            kind: o.kind.as_str().to_string(),
+            ttl_seconds: o.ttl_seconds,
+            expires_at: o.expires_at,
+            supervisors: o.supervisors,
+        }
+    }
+}
+
+/// What `checkPendingReply` returns: c2c's outcome, as data.
+#[napi(object)]
+#[derive(Debug, Clone)]
+pub struct CheckOutcome {
+    /// Whether this session is a supervisor of an active slot with that perm id.
+    pub valid: bool,
+    /// The requester's session id when valid, else null (c2c's JSON has the key either way).
+    pub requester_session_id: Either<String, Null>,
+    /// Null when valid, else `"unknown permission ID"`, `"permission ID expired"` or
+    /// `"reply from non-supervisor: <alias>"`.
+    pub error: Either<String, Null>,
+}
+
+/// A string or an explicit `null` (an `Option` field would be left out of the object).
+type StringOrNull = Either<String, Null>;
+
+/// `Some(s)` → `s`, `None` → `null`.
+pub fn string_or_null(s: Option<String>) -> StringOrNull {
+    match s {
+        Some(s) => Either::A(s),
+        None => Either::B(Null),
+    }
+}
+
+impl From<pending::CheckOutcome> for CheckOutcome {
+    fn from(o: pending::CheckOutcome) -> CheckOutcome {
+        CheckOutcome {
+            valid: o.valid,
+            requester_session_id: string_or_null(o.requester_session_id),
+            error: string_or_null(o.error),
+        }
+    }
+}
 
 /// Options of `Broker.open`.
 #[napi(object)]
@@ -51,6 +119,12 @@ pub struct OpenOptions {
     pub rate_burst: Option<u32>,
     /// Rate limit: seconds over which the burst refills. Default 60.
     pub rate_window_secs: Option<f64>,
+    /// Active pending-reply slots allowed per requester alias (case-insensitive). Default 16
+    /// (c2c's). At least 1. The TTL of slots comes from `C2C_PERMISSION_TTL` (seconds,
+    /// default 600, clamped to 1 s–24 h), read once when the handle opens.
+    pub pending_per_alias_cap: Option<u32>,
+    /// Active pending-reply slots allowed in the broker root. Default 1024 (c2c's). At least 1.
+    pub pending_global_cap: Option<u32>,
 }
 
 /// Options of `send`, `sendAll` and `sendRoom`.
