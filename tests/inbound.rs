@@ -66,7 +66,7 @@ fn hold_then_release_goes_through_the_gate_again() {
     let g = b.gate_inbox().unwrap();
     assert_eq!(g.deliver.len(), 1);
     assert_eq!(g.deliver[0].released, Some(true));
-    b.acknowledge(&[sent.message_id.clone()], Status::Delivered)
+    b.acknowledge(std::slice::from_ref(&sent.message_id), Status::Delivered)
         .unwrap();
     assert_eq!(a.receipts(10).unwrap()[0].status, Status::Delivered);
 }
