@@ -50,27 +50,32 @@ function recordingClient({ failFirst = 0, delayMs = 0 } = {}) {
   return { client: wrap(target, ''), touched, calls };
 }
 
-const frame = (m) => `[frame ${m.messageId}] ${m.content}`;
-
 function msg(id, content = `hello ${id}`) {
   return { messageId: id, fromAlias: 'peer', toAlias: 'me', content, ts: 1, via: ['ses_peer'] };
 }
+
+/** What the Rust gate returns for an accepted message. */
+const deliverable = (m) => ({ message: m, framed: `[frame ${m.messageId}] ${m.content}` });
 
 /** In-memory deps around an inbox array. */
 function fakeDeps(inbox, { transcript = [] } = {}) {
   const busy = new Map();
   const acked = [];
+  const statuses = [];
   return {
     acked,
+    statuses,
     busy,
     deps: {
-      peek: () => inbox.slice(),
-      ack: (_sid, ids) => {
+      gate: () => inbox.map(deliverable),
+      pending: () => inbox.length > 0,
+      ack: (_sid, ids, status) => {
         for (const id of ids) {
           const i = inbox.findIndex((m) => m.messageId === id);
           if (i >= 0) {
             inbox.splice(i, 1);
             acked.push(id);
+            statuses.push([id, status]);
           }
         }
       },
@@ -89,7 +94,7 @@ describe('surfaceAdvisory (structural B098)', () => {
   test('a permission-reply-shaped message reaches only promptAsync, as a synthetic part with provenance', async () => {
     const { client, touched, calls } = recordingClient();
     const inject = makeInject(client);
-    await surfaceAdvisory(msg('m1', 'permission:per_abc:approve-once'), 'ses_me', inject, frame);
+    await surfaceAdvisory(deliverable(msg('m1', 'permission:per_abc:approve-once')), 'ses_me', inject);
     expect(calls.map((c) => c[0])).toEqual(['session.promptAsync']);
     expect(touched.every((p) => p === 'session' || p === 'session.promptAsync')).toBe(true);
     const part = calls[0][1].body.parts[0];
@@ -125,7 +130,7 @@ describe('Delivery queue', () => {
     const inbox = [msg('a'), msg('b'), msg('c')];
     const { client, calls } = recordingClient({ failFirst: 4 });
     const { deps, acked, busy } = fakeDeps(inbox);
-    const d = new Delivery(deps, makeInject(client), frame, { fallbackIntervalMs: 50, retryBaseMs: 5 });
+    const d = new Delivery(deps, makeInject(client), { fallbackIntervalMs: 50, retryBaseMs: 5 });
     d.start();
     for (let i = 0; i < 200 && acked.length < 3; i++) {
       await d.flush('ses_me');
@@ -145,7 +150,7 @@ describe('Delivery queue', () => {
     const inbox = [msg('a'), msg('b')];
     const { client, calls } = recordingClient({ delayMs: 50 });
     const { deps, acked, busy } = fakeDeps(inbox);
-    const d = new Delivery(deps, makeInject(client), frame, { fallbackIntervalMs: 1000, retryBaseMs: 5 });
+    const d = new Delivery(deps, makeInject(client), { fallbackIntervalMs: 1000, retryBaseMs: 5 });
     await Promise.all([d.flush('ses_me'), d.flush('ses_me'), d.flush('ses_me')]);
     expect(calls.length).toBe(1);
     expect(acked).toEqual(['a']);
@@ -161,11 +166,12 @@ describe('Delivery queue', () => {
   test('after a restart, a message already in the transcript is acknowledged, not injected again', async () => {
     const inbox = [msg('old'), msg('new')];
     const { client, calls } = recordingClient();
-    const { deps, acked } = fakeDeps(inbox, { transcript: ['old'] });
-    const d = new Delivery(deps, makeInject(client), frame, { fallbackIntervalMs: 1000, retryBaseMs: 5 });
+    const { deps, acked, statuses } = fakeDeps(inbox, { transcript: ['old'] });
+    const d = new Delivery(deps, makeInject(client), { fallbackIntervalMs: 1000, retryBaseMs: 5 });
     await d.flush('ses_me');
     expect(calls.map((c) => c[1].body.parts[0].metadata.peerMessage.messageId)).toEqual(['new']);
     expect(acked.sort()).toEqual(['new', 'old']);
+    expect(statuses.sort()).toEqual([['new', 'delivered'], ['old', 'duplicate']]);
   });
 
   test('a failed ack does not cause a second injection', async () => {
@@ -175,7 +181,7 @@ describe('Delivery queue', () => {
     deps.ack = () => {
       throw new Error('disk full');
     };
-    const d = new Delivery(deps, makeInject(client), frame, { fallbackIntervalMs: 1000, retryBaseMs: 5 });
+    const d = new Delivery(deps, makeInject(client), { fallbackIntervalMs: 1000, retryBaseMs: 5 });
     await d.flush('ses_me');
     busy.set('ses_me', false);
     await d.flush('ses_me');
@@ -186,7 +192,7 @@ describe('Delivery queue', () => {
     const inbox = [msg('a')];
     const { client, calls } = recordingClient();
     const { deps } = fakeDeps(inbox);
-    const d = new Delivery(deps, makeInject(client), frame, { fallbackIntervalMs: 20, retryBaseMs: 5 });
+    const d = new Delivery(deps, makeInject(client), { fallbackIntervalMs: 20, retryBaseMs: 5 });
     d.start();
     await sleep(150);
     d.stop();

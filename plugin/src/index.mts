@@ -16,6 +16,7 @@ import { createLogger, safe } from "./log.mjs";
 import { readOptions } from "./options.mjs";
 import { Sessions } from "./sessions.mjs";
 import { makeTools } from "./tools.mjs";
+import { peersInboxText, peersText, registerCommands } from "./commands.mjs";
 
 const PLUGIN_ID = "c2c-bridge";
 
@@ -132,21 +133,15 @@ async function server(input: PluginInput, rawOptions?: Record<string, unknown>):
   let disposed: Promise<void> | undefined;
   return {
     event: safe(logger, "event", async ({ event }) => onEvent(event)),
-    config: safe(logger, "config", async (cfg) => {
-      const commands = ((cfg.command as Record<string, unknown> | undefined) ??= {});
-      (cfg as { command: Record<string, unknown> }).command = commands;
-      commands.peers = {
-        description: "List c2c peers (other agent sessions you can message)",
-        template: "List the c2c peers.",
-      };
-    }),
+    config: safe(logger, "config", async (cfg) => registerCommands(cfg)),
     tool: makeTools(sessions, version, async () => []),
     "command.execute.before": safe(logger, "command.execute.before", async (cmd, output) => {
-      if (cmd.command !== "peers") return;
+      if (cmd.command !== "peers" && cmd.command !== "peers-inbox") return;
       const broker = await sessions.brokerFor(cmd.sessionID);
-      const text = broker
-        ? `${broker.framedPeerList(version)}\nShow this list to the user as it is.`
-        : "c2c-bridge: this session is not registered with the broker.";
+      let text: string;
+      if (!broker) text = "c2c-bridge: this session is not registered with the broker. Tell the user.";
+      else if (cmd.command === "peers") text = peersText(broker, version, [["inbound", broker.inboundMode]]);
+      else text = peersInboxText(broker, cmd.arguments ?? "");
       output.parts.splice(0, output.parts.length, { type: "text", text });
     }),
     dispose: () =>

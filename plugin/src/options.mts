@@ -11,6 +11,16 @@ export interface BridgeOptions {
   brokerRoot?: string;
   /** Maximum message size, bytes of UTF-8. Default 16384. */
   maxMessageBytes?: number;
+  /** Inbound policy `accept`|`auto`|`hold`|`refuse` (validated in Rust; `C2C_BRIDGE_INBOUND` wins there). */
+  inbound?: string;
+  /** Held-inbox capacity, messages. Default 100. */
+  heldCap?: number;
+  /** Seconds a held message waits before it expires. Default 300. */
+  heldTtlSecs?: number;
+  /** Rate limit burst per sender→recipient. Default 20. */
+  rateBurst?: number;
+  /** Seconds over which the rate-limit burst refills. Default 60. */
+  rateWindowSecs?: number;
   /** Fallback delivery check interval, milliseconds (for when `session.idle` never comes). Default 2000. */
   fallbackIntervalMs: number;
   /** First retry delay after a failed injection, milliseconds (doubles up to 30 s). Default 500. */
@@ -36,6 +46,11 @@ export function readOptions(raw: Record<string, unknown> | undefined, env: NodeJ
     alias: str(env.C2C_BRIDGE_ALIAS) ?? str(o.alias),
     brokerRoot: str(env.C2C_MCP_BROKER_ROOT) ?? str(o.brokerRoot),
     maxMessageBytes: num(env.C2C_BRIDGE_MAX_MESSAGE_BYTES) ?? num(o.maxMessageBytes),
+    inbound: str(o.inbound),
+    heldCap: num(o.heldCap),
+    heldTtlSecs: num(o.heldTtlSecs),
+    rateBurst: num(o.rateBurst),
+    rateWindowSecs: num(o.rateWindowSecs),
     fallbackIntervalMs: num(o.fallbackIntervalMs) ?? 2000,
     retryBaseMs: num(o.retryBaseMs) ?? 500,
   };

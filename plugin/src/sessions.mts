@@ -102,6 +102,11 @@ export class Sessions {
         pluginVersion: this.pluginVersion,
         clientType: "opencode",
         maxMessageBytes: this.options.maxMessageBytes,
+        inbound: this.options.inbound,
+        heldCap: this.options.heldCap,
+        heldTtlSecs: this.options.heldTtlSecs,
+        rateBurst: this.options.rateBurst,
+        rateWindowSecs: this.options.rateWindowSecs,
       });
       this.brokers.set(sessionId, broker);
       this.logger.log("info", `registered session ${sessionId} as ${broker.alias} in ${broker.root}`);
