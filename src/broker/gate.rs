@@ -23,11 +23,32 @@ use crate::receipts::{Receipt, Status};
 use crate::registry::parse_all;
 use crate::store::{self, LockGuard};
 
+/// A delivered message whose whole body is a permission reply
+/// (`permission:<id>:approve-once|approve-always|reject`), as checked against this session's
+/// pending-reply slots. Advisory only: nothing here answers a permission request.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PermissionAdvisory {
+    /// The message carrying it.
+    pub message_id: String,
+    /// The perm id it names.
+    pub perm_id: String,
+    /// `approve-once`, `approve-always` or `reject`.
+    pub verdict: &'static str,
+    /// The sender's alias.
+    pub from_alias: String,
+    /// True when the slot is ours, active, and the sender is one of its supervisors (M3 +
+    /// c2c's check); false when the pending file could not be read (shown marked unverified).
+    pub verified: bool,
+}
+
 /// What [`Broker::gate_inbox`] did.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct GateReport {
     /// Messages accepted for delivery (still in the inbox), oldest first.
     pub deliver: Vec<Message>,
+    /// Permission replies among `deliver`, checked (invalid ones are never delivered: they
+    /// are archived and logged as `permission_reply_dropped`).
+    pub advisories: Vec<PermissionAdvisory>,
     /// Ids moved to the held inbox.
     pub held: Vec<String>,
     /// Ids refused (archived).
@@ -228,6 +249,8 @@ impl Broker {
                 Ok((report, changed))
             },
         )?;
+        let mut report = report;
+        self.classify_permission_replies(&mut report)?;
         if !(report.held.is_empty() && report.refused.is_empty() && report.dropped.is_empty()) {
             self.audit().event(
                 "inbound_gate",
@@ -239,6 +262,103 @@ impl Broker {
         }
         self.send_notices(notices);
         Ok(report)
+    }
+
+    /// Check every accepted message that is a permission reply against this session's
+    /// pending-reply slots: the slot must exist, be active, belong to this session, and the
+    /// sender must be one of its supervisors. Invalid replies are taken out of the inbox
+    /// (archived, `dropped` receipt, logged); valid ones stay, flagged for the plugin to show
+    /// as an advisory. A store error keeps the message, flagged unverified.
+    fn classify_permission_replies(&self, report: &mut GateReport) -> Result<()> {
+        let replies: Vec<(usize, crate::envelope::PermissionReply)> = report
+            .deliver
+            .iter()
+            .enumerate()
+            .filter(|(_, m)| m.receipt.is_none())
+            .filter_map(|(i, m)| {
+                crate::envelope::parse_permission_reply(&m.content).map(|r| (i, r))
+            })
+            .collect();
+        if replies.is_empty() {
+            return Ok(());
+        }
+        let snapshot = store::read_array(&self.root().pending());
+        let now = crate::time::now_secs();
+        let mut drop_ids = Vec::new();
+        for (i, reply) in replies {
+            let m = &report.deliver[i];
+            let verdict = match reply.verdict {
+                crate::envelope::Verdict::ApproveOnce => "approve-once",
+                crate::envelope::Verdict::ApproveAlways => "approve-always",
+                _ => "reject",
+            };
+            let (verified, why) = match &snapshot {
+                Ok(records) => {
+                    let (outcome, _, _) =
+                        crate::pending::evaluate(records, &reply.perm_id, &m.from_alias, now);
+                    if !outcome.valid {
+                        (Some(false), outcome.error.unwrap_or_default())
+                    } else if outcome.requester_session_id.as_deref() != Some(self.session_id()) {
+                        (
+                            Some(false),
+                            "the permission request is not this session's".to_string(),
+                        )
+                    } else {
+                        (Some(true), String::new())
+                    }
+                }
+                Err(e) => (None, e.to_string()),
+            };
+            self.audit().event(
+                "permission_reply_check",
+                fields! {
+                    "perm" => short_hash(&reply.perm_id), "from_alias" => m.from_alias,
+                    "session" => short_hash(self.session_id()),
+                    "outcome" => match verified { Some(true) => "valid", Some(false) => "invalid", None => "unverified" },
+                    "reason" => why,
+                },
+            );
+            match verified {
+                Some(false) => drop_ids.push(m.message_id.clone()),
+                v => report.advisories.push(PermissionAdvisory {
+                    message_id: m.message_id.clone(),
+                    perm_id: reply.perm_id,
+                    verdict,
+                    from_alias: m.from_alias.clone(),
+                    verified: v == Some(true),
+                }),
+            }
+        }
+        if drop_ids.is_empty() {
+            return Ok(());
+        }
+        let (taken, _) = self.take_from_inbox_by_ids(&drop_ids)?;
+        report.deliver.retain(|m| !drop_ids.contains(&m.message_id));
+        self.finish_removed(
+            taken,
+            Status::Dropped,
+            "unverified permission reply",
+            "c2c-bridge:permission-reply-dropped",
+        )?;
+        Ok(())
+    }
+
+    fn take_from_inbox_by_ids(&self, ids: &[String]) -> Result<(Vec<Value>, ())> {
+        let taken = store::update_array(
+            &self.root().inbox(self.session_id()),
+            self.lock_timeout(),
+            |recs| {
+                let (taken, kept): (Vec<Value>, Vec<Value>) =
+                    std::mem::take(recs).into_iter().partition(|v| {
+                        crate::inbox::raw_message_id(v)
+                            .is_some_and(|id| ids.iter().any(|x| x == id))
+                    });
+                *recs = kept;
+                let changed = !taken.is_empty();
+                Ok((taken, changed))
+            },
+        )?;
+        Ok((taken, ()))
     }
 
     /// Write each receipt to its sender's receipts file and, for a bad outcome, put a framed

@@ -27,7 +27,7 @@ use crate::store::root::{resolve_path, RootEnv};
 use crate::store::{self, BrokerRoot};
 use crate::watch::InboxWatcher;
 
-pub use gate::{GateReport, HeldMessage, HeldSelector};
+pub use gate::{GateReport, HeldMessage, HeldSelector, PermissionAdvisory};
 pub use messaging::{AckResult, BroadcastResult, Receipt, SendOptions, Skipped, SweepReport};
 pub use pending::PendingOpened;
 pub use rooms::{RoomInfo, RoomMessage};

@@ -12,8 +12,8 @@ use napi_derive::napi;
 use super::error::{to_js, JsCode};
 use super::types::{
     AckReport, BroadcastReport, CheckOutcome, DeliverableMessage, GateResult, HeldEntry,
-    InboxChange, InboxMessage, OpenOptions, PeerInfo, PendingOpened, ReceiptInfo, Room,
-    RoomHistoryEntry, SendOptions, SendReceipt, SweepResult,
+    InboxChange, InboxMessage, OpenOptions, PeerInfo, PendingOpened, PermissionAdvisoryInfo,
+    ReceiptInfo, Room, RoomHistoryEntry, SendOptions, SendReceipt, SweepResult,
 };
 use crate::broker as core;
 
@@ -311,6 +311,16 @@ impl JsBroker {
                 .into_iter()
                 .map(|m| DeliverableMessage {
                     framed: crate::framing::frame_inbox_message(&m),
+                    permission_reply: r
+                        .advisories
+                        .iter()
+                        .find(|a| a.message_id == m.message_id)
+                        .map(|a| PermissionAdvisoryInfo {
+                            perm_id: a.perm_id.clone(),
+                            verdict: a.verdict.to_string(),
+                            from_alias: a.from_alias.clone(),
+                            verified: a.verified,
+                        }),
                     message: m.into(),
                 })
                 .collect(),

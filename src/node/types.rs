@@ -296,6 +296,21 @@ impl From<crate::receipts::Receipt> for ReceiptInfo {
     }
 }
 
+/// A permission reply found in a delivered message (advisory only; it answers nothing).
+#[napi(object)]
+#[derive(Debug, Clone)]
+pub struct PermissionAdvisoryInfo {
+    /// The perm id it names.
+    pub perm_id: String,
+    /// `approve-once`, `approve-always` or `reject`.
+    pub verdict: String,
+    /// The sender's alias.
+    pub from_alias: String,
+    /// True when checked against an active slot of this session with the sender among its
+    /// supervisors; false when the check could not be made (show it marked unverified).
+    pub verified: bool,
+}
+
 /// A message accepted by `gateInbox`, with its frame ready for injection.
 #[napi(object)]
 #[derive(Debug, Clone)]
@@ -304,6 +319,8 @@ pub struct DeliverableMessage {
     pub message: InboxMessage,
     /// What the model is shown: the message framed as untrusted data (or a receipt notice).
     pub framed: String,
+    /// Set when the whole body is a permission reply to one of this session's requests.
+    pub permission_reply: Option<PermissionAdvisoryInfo>,
 }
 
 /// Result of `gateInbox`.
