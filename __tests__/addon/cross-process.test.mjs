@@ -75,7 +75,7 @@ describe('watch', () => {
     const peer = fx.track(spawnPeer({ root, sessionId: sid('b'), alias: 'bob', mode: 'send', to: 'alice', content: 'via another process' }));
     const sent = await peer.next('sent');
     await waitFor(() => events.length > 0, { what: 'watch callback' });
-    console.log(`[watch] cross-process wake latency ≈ ${events[0].at - sent.sentAtMs} ms (send return → callback)`);
+    console.log(`[watch] cross-process wake: callback at ${events[0].at - sent.sentAtMs} ms relative to the sender's send() returning (negative: woke before the sender's post-rename fsync/log finished)`);
     expect(events[0].change).toEqual({ sessionId: a.sessionId });
     expect(a.peek().map((m) => m.content)).toEqual(['via another process']);
     a.unwatch();

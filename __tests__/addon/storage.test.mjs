@@ -6,7 +6,7 @@ import { spawn, spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { addon, Broker, catchErr, holderProcess, sid, useBrokerFixtures, waitExit } from '../helpers/broker.mjs';
+import { addon, Broker, catchErr, holderProcess, REPO_DIR, RUNTIME, sid, useBrokerFixtures, waitExit } from '../helpers/broker.mjs';
 
 const fx = useBrokerFixtures();
 const inboxPath = (b) => path.join(b.root, `${b.sessionId}.inbox.json`);
@@ -253,19 +253,38 @@ describe('locks', () => {
 });
 
 describe('root resolution', () => {
-  test('resolveRoot honours an explicit root and C2C_MCP_BROKER_ROOT', () => {
+  test('resolveRoot honours an explicit root and does not create a missing one', () => {
     const root = fx.root();
     expect(addon.resolveRoot(root)).toEqual({ path: fs.realpathSync(root), source: 'option', exists: true });
     const missing = path.join(os.tmpdir(), `c2c-bridge-absent-${process.pid}`);
     expect(addon.resolveRoot(missing)).toMatchObject({ source: 'option', exists: false });
     expect(fs.existsSync(missing)).toBe(false);
+  });
+
+  test('C2C_MCP_BROKER_ROOT from the environment a process starts with', () => {
+    const root = fx.root();
+    const script = `const a = require(${JSON.stringify(path.join(REPO_DIR, 'index.js'))});
+      const b = a.Broker.open({ sessionId: 'env_s1', alias: 'envy' });
+      console.log(JSON.stringify({ loc: a.resolveRoot(), root: b.root, source: b.rootSource }));
+      b.close();`;
+    const r = spawnSync(RUNTIME, ['-e', script], { env: { ...process.env, C2C_MCP_BROKER_ROOT: root }, encoding: 'utf8' });
+    expect(r.status, r.stderr).toBe(0);
+    const out = JSON.parse(r.stdout);
+    expect(out.loc).toEqual({ path: fs.realpathSync(root), source: 'C2C_MCP_BROKER_ROOT', exists: true });
+    expect(out.root).toBe(fs.realpathSync(root));
+    expect(out.source).toBe('C2C_MCP_BROKER_ROOT');
+  });
+
+  // Node's process.env setter calls setenv(3), so the native core sees the change. Bun's
+  // process.env is not written through to the C environment (Bun 1.3.14), so there the
+  // addon keeps seeing the variables the process started with: hosts running under Bun
+  // (OpenCode) must pass `root` explicitly instead of setting the variable at run time.
+  test.skipIf(Boolean(process.versions.bun))('(Node) C2C_MCP_BROKER_ROOT set at run time is seen by the addon', () => {
+    const root = fx.root();
     const saved = process.env.C2C_MCP_BROKER_ROOT;
     process.env.C2C_MCP_BROKER_ROOT = root;
     try {
       expect(addon.resolveRoot()).toMatchObject({ path: fs.realpathSync(root), source: 'C2C_MCP_BROKER_ROOT' });
-      const b = fx.open({ sessionId: sid('a'), alias: 'alice' });
-      expect(b.rootSource).toBe('C2C_MCP_BROKER_ROOT');
-      expect(b.root).toBe(fs.realpathSync(root));
     } finally {
       if (saved === undefined) delete process.env.C2C_MCP_BROKER_ROOT;
       else process.env.C2C_MCP_BROKER_ROOT = saved;
