@@ -3,6 +3,7 @@
 // Modes:
 //   echo        register, wait for one message, ack it, reply "echo:<content>" to its sender
 //   burst       register, print ready, wait for "go" on stdin, send `count` messages to `to`
+//               (reports the slowest single send, which includes waiting for the inbox lock)
 //   send        register, send `content` to `to`, exit
 //   watch-throw register, watch with a callback that always throws; exit 0 once `expect`
 //               messages are in the inbox (proves the process survived every throw)
@@ -18,7 +19,10 @@ const out = (o) => process.stdout.write(`${JSON.stringify(o)}\n`);
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
 async function main() {
-  const b = Broker.open({ root: plan.root, sessionId: plan.sessionId, alias: plan.alias });
+  const b = Broker.open({
+    root: plan.root, sessionId: plan.sessionId, alias: plan.alias,
+    ...(plan.lockTimeoutMs ? { lockTimeoutMs: plan.lockTimeoutMs } : {}),
+  });
   out({ event: 'ready', pid: process.pid, sessionId: b.sessionId, alias: b.alias });
 
   if (plan.mode === 'echo') {
@@ -44,10 +48,13 @@ async function main() {
       });
     });
     const ids = [];
+    let maxSendMs = 0;
     for (let i = 0; i < plan.count; i++) {
+      const t0 = Date.now();
       ids.push(b.send(plan.to, `${plan.alias}:${i}`).messageId);
+      maxSendMs = Math.max(maxSendMs, Date.now() - t0);
     }
-    out({ event: 'done', ids });
+    out({ event: 'done', ids, maxSendMs });
   } else if (plan.mode === 'send') {
     const receipt = b.send(plan.to, plan.content);
     out({ event: 'sent', receipt, sentAtMs: Date.now() });
