@@ -1,0 +1,515 @@
+#!/usr/bin/env node
+// c2c-bridge operator CLI: a thin layer over the native addon (index.js).
+//
+// Identity: `send` and `inbox` act as the session named by --session-id or
+// C2C_MCP_SESSION_ID, by attaching to that session's existing registration. The alias the
+// message carries always comes from the registration; --alias is only a check against it.
+//
+// Terminal safety: aliases, session ids, message text and log fields are peer-controlled.
+// Everything printed in text mode goes through `safe()` (control characters, DEL, C1 and
+// bidi controls escaped); --json output escapes the same characters as \uXXXX.
+'use strict';
+
+const fs = require('node:fs');
+const path = require('node:path');
+const { parseArgs } = require('node:util');
+
+const EXIT_OK = 0;
+const EXIT_FAILED = 1;
+const EXIT_USAGE = 2;
+
+const HELP = `Usage: c2c-bridge [options] <command> [args]
+
+Commands:
+  peers                  List registrations of the broker root and whether each is alive.
+  send <alias> <text>    Send a direct message as the current session.
+  inbox [--peek]         Show the current session's inbox. Without --peek the messages are
+                         taken and archived (c2c's drain); with --peek they stay queued.
+  rooms                  List rooms and their members.
+  log [--limit N]        Show the last N (default 50) entries of broker.log.
+  doctor                 Check the broker root: location and source, mode and owner, lock
+                         health, registrations and liveness, queued messages per session,
+                         dead letters. Exits 1 when a check fails.
+  sweep                  Remove dead registrations and move their undelivered mail to
+                         dead-letter.jsonl (a session that registers again gets it back).
+
+Options:
+  --root DIR             Broker root (default: C2C_MCP_BROKER_ROOT, else c2c's per-repository
+                         location under XDG_STATE_HOME or ~/.c2c).
+  --session-id ID        The session to act as for send/inbox (default: C2C_MCP_SESSION_ID).
+                         The session must already be registered; its alias is used.
+  --alias ALIAS          Refuse to act unless the session is registered under this alias
+                         (a safety check; it never changes who the message is from).
+  --json                 Machine-readable output, errors included:
+                         {"error": {"code": "E_…", "message": "…"}} on stdout.
+  --peek                 (inbox) Do not consume the messages.
+  --limit N              (log) Number of entries, 1–10000.
+  -h, --help             Show this help.
+  -V, --version          Show the package and native core versions.
+
+Exit codes:
+  0  success
+  1  the operation failed (the error code, e.g. E_UNKNOWN_RECIPIENT, is printed)
+  2  usage error (unknown command or option, missing argument, no session given)
+`;
+
+/** An error that should end the CLI with `exit` and print `code: message`. */
+class CliError extends Error {
+  constructor(code, message, exit) {
+    super(message);
+    this.code = code;
+    this.exit = exit;
+  }
+}
+const usage = (message, code = 'E_USAGE') => new CliError(code, message, EXIT_USAGE);
+
+// ---------------------------------------------------------------------------------------
+// Output
+
+// C0 controls (except \n, handled by the caller), DEL, C1 controls, and the Unicode
+// bidirectional / line-separator controls that can reorder or split what a terminal shows.
+// eslint-disable-next-line no-control-regex
+const UNSAFE = /[\u0000-\u0009\u000b-\u001f\u007f-\u009f\u2028\u2029\u202a-\u202e\u2066-\u2069\u200e\u200f\u061c]/g;
+const NAMED = { '\t': '\\t', '\r': '\\r', '\b': '\\b', '\f': '\\f', '\v': '\\v', '\u001b': '\\e' };
+
+function escapeChar(c) {
+  if (NAMED[c]) return NAMED[c];
+  const n = c.charCodeAt(0);
+  return n < 0x100 ? `\\x${n.toString(16).padStart(2, '0')}` : `\\u${n.toString(16).padStart(4, '0')}`;
+}
+
+/** One line of peer-controlled text: every control character escaped, newlines too. */
+function safe(value) {
+  return String(value ?? '').replace(UNSAFE, escapeChar).replace(/\n/g, '\\n');
+}
+
+/**
+ * Multi-line peer text: control characters escaped, and each continuation line indented so
+ * the text can never produce a line that looks like CLI output of its own.
+ */
+function safeBlock(value, indent = '    ') {
+  return String(value ?? '').replace(UNSAFE, escapeChar).split('\n').map((l) => indent + l).join('\n');
+}
+
+/** JSON for machines, with the same characters escaped as \uXXXX (still valid JSON). */
+function toJson(value) {
+  return JSON.stringify(value, null, 2).replace(
+    /[\u007f-\u009f\u2028\u2029\u202a-\u202e\u2066-\u2069\u200e\u200f\u061c]/g,
+    (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`,
+  );
+}
+
+function fmtTs(ts) {
+  if (typeof ts !== 'number' || !Number.isFinite(ts)) return '?';
+  return new Date(ts * 1000).toISOString().replace('T', ' ').replace(/\.\d+Z$/, 'Z');
+}
+
+// ---------------------------------------------------------------------------------------
+// Arguments
+
+const OPTIONS = {
+  root: { type: 'string' },
+  json: { type: 'boolean' },
+  'session-id': { type: 'string' },
+  alias: { type: 'string' },
+  peek: { type: 'boolean' },
+  limit: { type: 'string' },
+  help: { type: 'boolean', short: 'h' },
+  version: { type: 'boolean', short: 'V' },
+};
+
+const COMMANDS = {
+  peers: { args: [0, 0], options: [] },
+  send: { args: [2, Infinity], options: [] },
+  inbox: { args: [0, 0], options: ['peek'] },
+  rooms: { args: [0, 0], options: [] },
+  log: { args: [0, 0], options: ['limit'] },
+  doctor: { args: [0, 0], options: [] },
+  sweep: { args: [0, 0], options: [] },
+};
+const COMMAND_OPTIONS = ['peek', 'limit'];
+
+function parse(argv) {
+  let parsed;
+  try {
+    parsed = parseArgs({ args: argv, options: OPTIONS, allowPositionals: true, strict: true });
+  } catch (e) {
+    throw usage(e.message.replace(/\. To specify a positional argument.*$/s, '.'));
+  }
+  const { values, positionals } = parsed;
+  if (values.help || values.version) return { values, command: null, args: [] };
+  const [command, ...args] = positionals;
+  if (!command) throw usage('no command given (see --help)');
+  const spec = COMMANDS[command];
+  if (!spec) throw usage(`unknown command "${safe(command)}" (see --help)`);
+  const [min, max] = spec.args;
+  if (args.length < min) throw usage(`"${command}" needs ${min === 2 ? '<alias> <text>' : `${min} argument(s)`}`);
+  if (args.length > max) throw usage(`"${command}" takes no arguments, got "${safe(args[0])}"`);
+  for (const opt of COMMAND_OPTIONS) {
+    if (values[opt] !== undefined && !spec.options.includes(opt)) {
+      throw usage(`--${opt} does not apply to "${command}"`);
+    }
+  }
+  if (values.limit !== undefined) {
+    if (!/^\d+$/.test(values.limit) || Number(values.limit) < 1 || Number(values.limit) > 10000) {
+      throw usage(`--limit must be an integer from 1 to 10000, got "${safe(values.limit)}"`);
+    }
+  }
+  return { values, command, args };
+}
+
+// ---------------------------------------------------------------------------------------
+// Addon access
+
+function loadAddon() {
+  try {
+    return require('../index.js');
+  } catch (e) {
+    throw new CliError('E_ADDON_LOAD', `cannot load the native addon: ${e.message}`, EXIT_FAILED);
+  }
+}
+
+/** The broker root location (not created). */
+function locateRoot(addon, values) {
+  return addon.resolveRoot(values.root ?? null, null);
+}
+
+/** The session id to act as, or a usage error saying how to give one. */
+function sessionIdOf(values) {
+  const id = values['session-id'] ?? process.env.C2C_MCP_SESSION_ID;
+  if (id === undefined || id === '') {
+    throw usage('no session to act as: pass --session-id ID or set C2C_MCP_SESSION_ID', 'E_NO_SESSION');
+  }
+  return id;
+}
+
+/** Attach to the current session's registration (never registers, never takes an alias). */
+function attach(addon, values) {
+  const sessionId = sessionIdOf(values);
+  const loc = locateRoot(addon, values);
+  if (!loc.exists) {
+    throw new CliError('E_NOT_REGISTERED', `no broker root at ${loc.path}; session ${sessionId} is not registered`, EXIT_FAILED);
+  }
+  const broker = addon.Broker.open({ sessionId, root: loc.path, attach: true });
+  if (values.alias !== undefined && broker.alias.toLowerCase() !== values.alias.toLowerCase()) {
+    broker.close();
+    throw new CliError(
+      'E_ALIAS_MISMATCH',
+      `session ${sessionId} is registered as "${broker.alias}", not "${values.alias}"`,
+      EXIT_FAILED,
+    );
+  }
+  return broker;
+}
+
+function withBroker(broker, fn) {
+  try {
+    return fn(broker);
+  } finally {
+    broker.close();
+  }
+}
+
+// ---------------------------------------------------------------------------------------
+// Commands. Each returns { json, text } (text: array of lines).
+
+function cmdPeers(addon, values) {
+  const loc = locateRoot(addon, values);
+  const peers = loc.exists ? addon.listRegistrations(loc.path) : [];
+  const text = peers.length === 0
+    ? [`no registrations in ${safe(loc.path)}`]
+    : peers.map((p) => `${p.alive ? 'alive' : 'dead '}  ${safe(p.alias)}  ${safe(p.sessionId)}  pid=${p.pid ?? '-'}  client=${safe(p.clientType ?? '-')}  registered=${fmtTs(p.registeredAt)}`);
+  return { json: peers, text };
+}
+
+function cmdSend(addon, values, args) {
+  const [to, ...words] = args;
+  const content = words.join(' ');
+  return withBroker(attach(addon, values), (b) => {
+    const receipt = b.send(to, content);
+    return {
+      json: receipt,
+      text: [`queued ${receipt.messageId} from ${safe(b.alias)} to ${safe(receipt.toAlias)}`],
+    };
+  });
+}
+
+function formatMessage(m) {
+  const room = m.roomId ? ` [room ${safe(m.roomId)}]` : '';
+  return [
+    `--- ${fmtTs(m.ts)}  from ${safe(m.fromAlias)} to ${safe(m.toAlias)}${room}  id ${safe(m.messageId)}`,
+    safeBlock(m.content),
+  ];
+}
+
+function cmdInbox(addon, values) {
+  return withBroker(attach(addon, values), (b) => {
+    const msgs = values.peek ? b.peek() : b.drain();
+    const verb = values.peek ? 'queued (peek; not consumed)' : 'taken (archived)';
+    const text = msgs.length === 0
+      ? ['inbox is empty']
+      : [`${msgs.length} message(s) ${verb}:`, ...msgs.flatMap(formatMessage)];
+    return { json: msgs, text };
+  });
+}
+
+/** Read-only room listing straight from the root, used when no session is given. */
+function roomsFromDisk(loc) {
+  const dir = path.join(loc.path, 'rooms');
+  let st;
+  try {
+    st = fs.lstatSync(dir);
+  } catch {
+    return [];
+  }
+  if (!st.isDirectory()) {
+    throw new CliError('E_ROOT_INSECURE', `${dir} is a symlink or not a directory`, EXIT_FAILED);
+  }
+  const rooms = [];
+  for (const name of fs.readdirSync(dir).sort()) {
+    if (!/^[A-Za-z0-9_-]{1,64}$/.test(name)) continue;
+    const roomDir = path.join(dir, name);
+    if (!fs.lstatSync(roomDir).isDirectory()) continue;
+    const file = path.join(roomDir, 'members.json');
+    let members = [];
+    try {
+      const fd = fs.openSync(file, fs.constants.O_RDONLY | fs.constants.O_NOFOLLOW);
+      try {
+        const parsed = JSON.parse(fs.readFileSync(fd, 'utf8'));
+        if (!Array.isArray(parsed)) throw new Error('not an array');
+        members = parsed.map((m) => m && m.alias).filter((a) => typeof a === 'string');
+      } finally {
+        fs.closeSync(fd);
+      }
+    } catch (e) {
+      if (e.code !== 'ENOENT') {
+        throw new CliError('E_STORE_CORRUPT', `${file} cannot be read: ${e.message}`, EXIT_FAILED);
+      }
+    }
+    rooms.push({ roomId: name, members, joined: null });
+  }
+  return rooms;
+}
+
+function cmdRooms(addon, values) {
+  const hasSession = (values['session-id'] ?? process.env.C2C_MCP_SESSION_ID ?? '') !== '';
+  let rooms;
+  if (hasSession) {
+    rooms = withBroker(attach(addon, values), (b) => b.listRooms());
+  } else {
+    const loc = locateRoot(addon, values);
+    if (loc.exists) addon.checkRoot(loc.path);
+    rooms = loc.exists ? roomsFromDisk(loc) : [];
+  }
+  const text = rooms.length === 0
+    ? ['no rooms']
+    : rooms.map((r) => `${safe(r.roomId)}${r.joined ? ' (joined)' : ''}: ${r.members.length} member(s): ${r.members.map(safe).join(', ')}`);
+  return { json: rooms, text };
+}
+
+function cmdLog(addon, values) {
+  const loc = locateRoot(addon, values);
+  const limit = values.limit === undefined ? 50 : Number(values.limit);
+  const lines = loc.exists ? addon.readLog(loc.path, limit) : [];
+  const entries = lines.map((l) => {
+    try {
+      return JSON.parse(l);
+    } catch {
+      return { unparsed: l };
+    }
+  });
+  const text = entries.length === 0
+    ? ['broker.log is empty']
+    : entries.map((e) => {
+      const { ts, event, ...rest } = e;
+      const fields = Object.entries(rest).map(([k, v]) => `${safe(k)}=${safe(typeof v === 'string' ? v : JSON.stringify(v))}`);
+      return `${fmtTs(ts)}  ${safe(event ?? '?')}  ${fields.join(' ')}`.trimEnd();
+    });
+  return { json: entries, text };
+}
+
+/** Count the records of one inbox file without following a symlink. */
+function inboxCount(file) {
+  const st = fs.lstatSync(file);
+  if (st.isSymbolicLink()) return { error: 'symlink (never followed)' };
+  if (!st.isFile()) return { error: 'not a regular file' };
+  const fd = fs.openSync(file, fs.constants.O_RDONLY | fs.constants.O_NOFOLLOW);
+  try {
+    const parsed = JSON.parse(fs.readFileSync(fd, 'utf8'));
+    if (!Array.isArray(parsed)) return { error: 'not a JSON array' };
+    return { messages: parsed.length, bytes: st.size };
+  } catch (e) {
+    return { error: `unreadable: ${e.message}` };
+  } finally {
+    fs.closeSync(fd);
+  }
+}
+
+function cmdDoctor(addon, values) {
+  const loc = locateRoot(addon, values);
+  const report = {
+    root: { path: loc.path, source: loc.source, exists: loc.exists },
+    permissions: null,
+    lock: null,
+    registrations: [],
+    inboxes: [],
+    deadLetter: { present: false, lines: 0 },
+    problems: [],
+  };
+  const text = [`root: ${safe(loc.path)} (from ${loc.source})${loc.exists ? '' : ' — does not exist yet'}`];
+  if (!loc.exists) {
+    text.push('nothing to check: no session has registered in this root');
+    return { json: report, text, exit: EXIT_OK };
+  }
+
+  const st = fs.statSync(loc.path);
+  const uid = typeof process.getuid === 'function' ? process.getuid() : null;
+  const perm = {
+    mode: `0${(st.mode & 0o777).toString(8)}`,
+    uid: st.uid,
+    ownedByCurrentUser: uid === null ? null : st.uid === uid,
+    ok: true,
+    error: null,
+  };
+  try {
+    addon.checkRoot(loc.path);
+  } catch (e) {
+    perm.ok = false;
+    perm.error = { code: e.code, message: e.message };
+    report.problems.push(`${e.code}: ${e.message}`);
+  }
+  report.permissions = perm;
+  text.push(`permissions: mode ${perm.mode}, owner uid ${perm.uid}${perm.ownedByCurrentUser === false ? ' (not you)' : ''} — ${perm.ok ? 'ok' : `FAIL ${perm.error.code}: ${safe(perm.error.message)}`}`);
+  if (perm.ok && (st.mode & 0o077) !== 0) {
+    text.push('  note: group/others can read or list the root; c2c creates it 0700');
+  }
+  if (!perm.ok) return { json: report, text, exit: EXIT_FAILED };
+
+  const lockFree = addon.probeLock(loc.path, 'registry.json', 200);
+  report.lock = { file: 'registry.json.lock', free: lockFree };
+  if (!lockFree) report.problems.push('registry.json.lock is held for more than 200 ms');
+  text.push(`lock: registry.json.lock ${lockFree ? 'free' : 'HELD (another process holds it; see E_LOCK_TIMEOUT)'}`);
+
+  try {
+    report.registrations = addon.listRegistrations(loc.path);
+  } catch (e) {
+    report.problems.push(`registry.json: ${e.code}: ${e.message}`);
+    text.push(`registrations: FAIL ${e.code}: ${safe(e.message)}`);
+  }
+  const regs = report.registrations;
+  const dead = regs.filter((r) => !r.alive).length;
+  text.push(`registrations: ${regs.length} (${regs.length - dead} alive, ${dead} dead${dead ? '; run `c2c-bridge sweep`' : ''})`);
+  for (const r of regs) {
+    text.push(`  ${r.alive ? 'alive' : 'dead '}  ${safe(r.alias)}  ${safe(r.sessionId)}  pid=${r.pid ?? '-'}`);
+  }
+
+  const registered = new Set(regs.map((r) => r.sessionId));
+  for (const name of fs.readdirSync(loc.path).sort()) {
+    if (!name.endsWith('.inbox.json')) continue;
+    const sessionId = name.slice(0, -'.inbox.json'.length);
+    const entry = { sessionId, registered: registered.has(sessionId), ...inboxCount(path.join(loc.path, name)) };
+    if (entry.error) report.problems.push(`${name}: ${entry.error}`);
+    report.inboxes.push(entry);
+  }
+  text.push(`inboxes: ${report.inboxes.length}`);
+  for (const i of report.inboxes) {
+    const what = i.error ? `FAIL ${safe(i.error)}` : `${i.messages} message(s) queued`;
+    text.push(`  ${safe(i.sessionId)}: ${what}${i.registered ? '' : ' (no registration)'}`);
+  }
+
+  const dl = path.join(loc.path, 'dead-letter.jsonl');
+  try {
+    const dst = fs.lstatSync(dl);
+    if (dst.isSymbolicLink()) {
+      report.problems.push('dead-letter.jsonl is a symlink');
+      report.deadLetter = { present: true, lines: null };
+    } else {
+      const lines = fs.readFileSync(dl, 'utf8').split('\n').filter((l) => l.trim()).length;
+      report.deadLetter = { present: true, lines };
+    }
+  } catch (e) {
+    if (e.code !== 'ENOENT') report.problems.push(`dead-letter.jsonl: ${e.message}`);
+  }
+  text.push(report.deadLetter.present
+    ? `dead-letter.jsonl: present, ${report.deadLetter.lines ?? '?'} message(s) waiting for their sessions to return`
+    : 'dead-letter.jsonl: absent');
+
+  text.push(report.problems.length === 0 ? 'ok: no problems found' : `${report.problems.length} problem(s) found`);
+  return { json: report, text, exit: report.problems.length === 0 ? EXIT_OK : EXIT_FAILED };
+}
+
+function cmdSweep(addon, values) {
+  const hasSession = (values['session-id'] ?? process.env.C2C_MCP_SESSION_ID ?? '') !== '';
+  let result;
+  if (hasSession) {
+    result = withBroker(attach(addon, values), (b) => b.sweep());
+  } else {
+    // No session: sweep through a short-lived registration of this CLI process, removed again
+    // (with its empty inbox) before exiting. The addon has no identity-free sweep.
+    const loc = locateRoot(addon, values);
+    const sessionId = `c2c-bridge-cli-${process.pid}`;
+    const b = addon.Broker.open({ sessionId, alias: sessionId, root: loc.path, clientType: 'c2c-bridge-cli' });
+    try {
+      result = b.sweep();
+    } finally {
+      b.close();
+      const inbox = path.join(b.root, `${sessionId}.inbox.json`);
+      try {
+        if (fs.readFileSync(inbox, 'utf8').trim() === '[]') {
+          fs.rmSync(inbox);
+          fs.rmSync(path.join(b.root, `${sessionId}.inbox.lock`), { force: true });
+        }
+      } catch {
+        /* nothing to tidy */
+      }
+    }
+  }
+  const text = [`removed ${result.removed.length} dead registration(s), moved ${result.deadLettered} message(s) to dead-letter.jsonl`];
+  for (const r of result.removed) text.push(`  removed ${safe(r.alias)} (${safe(r.sessionId)})`);
+  return { json: result, text };
+}
+
+const HANDLERS = {
+  peers: cmdPeers,
+  send: cmdSend,
+  inbox: cmdInbox,
+  rooms: cmdRooms,
+  log: cmdLog,
+  doctor: cmdDoctor,
+  sweep: cmdSweep,
+};
+
+// ---------------------------------------------------------------------------------------
+
+function main(argv) {
+  const wantsJson = argv.includes('--json');
+  const fail = (code, message, exit) => {
+    if (wantsJson) process.stdout.write(`${toJson({ error: { code, message } })}\n`);
+    else process.stderr.write(`c2c-bridge: ${safe(code)}: ${safe(message)}\n${exit === EXIT_USAGE ? 'Try `c2c-bridge --help`.\n' : ''}`);
+    return exit;
+  };
+  try {
+    const { values, command, args } = parse(argv);
+    if (values.help) {
+      process.stdout.write(HELP);
+      return EXIT_OK;
+    }
+    const addon = loadAddon();
+    if (values.version) {
+      const pkg = require('../package.json');
+      const out = { version: pkg.version, native: addon.nativeVersion() };
+      process.stdout.write(values.json ? `${toJson(out)}\n` : `c2c-bridge ${out.version} (native core ${out.native})\n`);
+      return EXIT_OK;
+    }
+    const result = HANDLERS[command](addon, values, args);
+    if (values.json) process.stdout.write(`${toJson(result.json)}\n`);
+    else process.stdout.write(`${result.text.join('\n')}\n`);
+    return result.exit ?? EXIT_OK;
+  } catch (e) {
+    if (e instanceof CliError) return fail(e.code, e.message, e.exit);
+    if (e && typeof e.code === 'string' && e.code.startsWith('E_')) return fail(e.code, e.message, EXIT_FAILED);
+    return fail('E_INTERNAL', e && e.stack ? e.stack : String(e), EXIT_FAILED);
+  }
+}
+
+process.exitCode = main(process.argv.slice(2));
