@@ -283,12 +283,21 @@ impl Error {
         }
     }
 
-    /// Shorthand for [`Error::Io`].
+    /// Shorthand for [`Error::Io`], except that `ELOOP` — what an `O_NOFOLLOW` open returns
+    /// when a symlink stands where a broker file should be — becomes [`Error::RootInsecure`]
+    /// naming the link.
     pub fn io(path: impl Into<PathBuf>, source: std::io::Error) -> Error {
-        Error::Io {
-            path: path.into(),
-            source,
+        let path = path.into();
+        if source.raw_os_error() == Some(nix::libc::ELOOP) {
+            return Error::RootInsecure {
+                reason: format!(
+                    "{} is a symlink; c2c-bridge never follows symlinks inside the broker root. Remove it",
+                    path.display()
+                ),
+                path,
+            };
         }
+        Error::Io { path, source }
     }
 }
 

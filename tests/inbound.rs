@@ -37,8 +37,8 @@ fn open(root: &Path, sid: &str, alias: &str, dir: &Path, inbound: &str) -> Broke
 #[test]
 fn hold_then_release_goes_through_the_gate_again() {
     let r = root();
-    let a = open(&r.path, "ses_a", "alice", &r.path.join("../pa"), "accept");
-    let b = open(&r.path, "ses_b", "bob", &r.path.join("../pb"), "hold");
+    let a = open(&r.path, "ses_a", "alice", &r.path.parent().unwrap().join("pa"), "accept");
+    let b = open(&r.path, "ses_b", "bob", &r.path.parent().unwrap().join("pb"), "hold");
     let sent = a.send("bob", "hello bob", &SendOptions::default()).unwrap();
     let g = b.gate_inbox().unwrap();
     assert!(g.deliver.is_empty());
@@ -74,8 +74,8 @@ fn hold_then_release_goes_through_the_gate_again() {
 #[test]
 fn refuse_archives_and_tells_the_sender_with_a_framed_notice() {
     let r = root();
-    let a = open(&r.path, "ses_a", "alice", &r.path.join("../pa"), "accept");
-    let b = open(&r.path, "ses_b", "bob", &r.path.join("../pb"), "refuse");
+    let a = open(&r.path, "ses_a", "alice", &r.path.parent().unwrap().join("pa"), "accept");
+    let b = open(&r.path, "ses_b", "bob", &r.path.parent().unwrap().join("pb"), "refuse");
     let sent = a.send("bob", "hello", &SendOptions::default()).unwrap();
     let g = b.gate_inbox().unwrap();
     assert_eq!(g.refused, vec![sent.message_id.clone()]);
@@ -96,13 +96,13 @@ fn refuse_archives_and_tells_the_sender_with_a_framed_notice() {
 #[test]
 fn auto_accepts_same_directory_and_holds_others() {
     let r = root();
-    let shared = r.path.join("../shared-project");
+    let shared = r.path.parent().unwrap().join("shared-project");
     let a = open(&r.path, "ses_a", "alice", &shared, "accept");
     let c = open(
         &r.path,
         "ses_c",
         "carol",
-        &r.path.join("../elsewhere"),
+        &r.path.parent().unwrap().join("elsewhere"),
         "accept",
     );
     let b = open(&r.path, "ses_b", "bob", &shared, "auto");
@@ -118,13 +118,13 @@ fn auto_accepts_same_directory_and_holds_others() {
 #[test]
 fn held_inbox_is_capped_and_expires() {
     let r = root();
-    let a = open(&r.path, "ses_a", "alice", &r.path.join("../pa"), "accept");
-    std::fs::create_dir_all(r.path.join("../pb")).unwrap();
+    let a = open(&r.path, "ses_a", "alice", &r.path.parent().unwrap().join("pa"), "accept");
+    std::fs::create_dir_all(r.path.parent().unwrap().join("pb")).unwrap();
     let b = Broker::open(OpenOptions {
         session_id: "ses_b".into(),
         alias: Some("bob".into()),
         root: Some(r.path.clone()),
-        directory: Some(r.path.join("../pb")),
+        directory: Some(r.path.parent().unwrap().join("pb")),
         inbound: Some("hold".into()),
         inbound_env: Some(None),
         held_cap: Some(2),
@@ -161,8 +161,8 @@ fn held_inbox_is_capped_and_expires() {
 #[test]
 fn hop_limit_refuses_the_fifth_message_with_a_receipt() {
     let r = root();
-    let a = open(&r.path, "ses_a", "alice", &r.path.join("../pa"), "accept");
-    let _b = open(&r.path, "ses_b", "bob", &r.path.join("../pb"), "accept");
+    let a = open(&r.path, "ses_a", "alice", &r.path.parent().unwrap().join("pa"), "accept");
+    let _b = open(&r.path, "ses_b", "bob", &r.path.parent().unwrap().join("pb"), "accept");
     let chain: Vec<String> = vec!["s1".into(), "s2".into(), "s3".into()];
     let ok = a
         .send("bob", "hop 4", &SendOptions { via: chain.clone() })
@@ -182,12 +182,12 @@ fn hop_limit_refuses_the_fifth_message_with_a_receipt() {
 #[test]
 fn rate_limit_per_pair() {
     let r = root();
-    std::fs::create_dir_all(r.path.join("../pa")).unwrap();
+    std::fs::create_dir_all(r.path.parent().unwrap().join("pa")).unwrap();
     let a = Broker::open(OpenOptions {
         session_id: "ses_a".into(),
         alias: Some("alice".into()),
         root: Some(r.path.clone()),
-        directory: Some(r.path.join("../pa")),
+        directory: Some(r.path.parent().unwrap().join("pa")),
         rate: Some(c2c_bridge::policy::rate::RateConfig {
             burst: 3,
             window_s: 60.0,
@@ -196,8 +196,8 @@ fn rate_limit_per_pair() {
         ..Default::default()
     })
     .unwrap();
-    let b = open(&r.path, "ses_b", "bob", &r.path.join("../pb"), "accept");
-    let _c = open(&r.path, "ses_c", "carol", &r.path.join("../pc"), "accept");
+    let b = open(&r.path, "ses_b", "bob", &r.path.parent().unwrap().join("pb"), "accept");
+    let _c = open(&r.path, "ses_c", "carol", &r.path.parent().unwrap().join("pc"), "accept");
     for i in 0..3 {
         a.send("bob", &format!("m{i}"), &SendOptions::default())
             .unwrap();

@@ -440,6 +440,14 @@ impl Broker {
     fn dead_letter_inbox(&self, sid: &str) -> Result<usize> {
         let inbox = self.root().inbox(sid);
         let _guard = LockGuard::acquire(&store::lock::sidecar_path(&inbox), self.lock_timeout())?;
+        // Re-check under the inbox lock: the session may have registered since the sweep
+        // looked (registering takes this lock to create its inbox, so it cannot slip past).
+        let registered = parse_all(&store::read_array(&self.root().registry())?)
+            .iter()
+            .any(|r| r.session_id == sid && r.is_alive());
+        if registered {
+            return Ok(0);
+        }
         let records = store::read_array(&inbox)?;
         let now = crate::time::now_secs();
         let lines: Vec<Value> = records
@@ -478,16 +486,17 @@ pub(super) fn rescue_dead_letters(
     if !dl.exists() {
         return Ok(());
     }
+    // Lock order, as in the sweep: the inbox lock, then the dead-letter lock.
+    let inbox = root.inbox(session_id);
+    let _inbox_guard = LockGuard::acquire(&store::lock::sidecar_path(&inbox), lock_timeout)?;
     let _dl_guard = LockGuard::acquire(&store::lock::sidecar_path(&dl), lock_timeout)?;
     let lines = read_jsonl(&dl)?;
     let (mine, rest): (Vec<JsonLine>, Vec<JsonLine>) = lines.into_iter().partition(|l| {
         matches!(l, JsonLine::Value(v) if v.get("session_id").and_then(Value::as_str) == Some(session_id))
     });
-    if mine.is_empty() {
-        return Ok(());
-    }
     let count = mine.len();
-    store::update_array(&root.inbox(session_id), lock_timeout, |records| {
+    if count > 0 {
+        let mut records = store::read_array(&inbox)?;
         let have: HashSet<String> = records
             .iter()
             .filter_map(|v| raw_message_id(v).map(str::to_string))
@@ -504,19 +513,24 @@ pub(super) fn rescue_dead_letters(
                 records.push(v);
             }
         }
-        Ok(((), true))
-    })?;
-    let mut bytes = Vec::new();
-    for line in rest {
-        match line {
-            JsonLine::Value(v) => {
-                serde_json::to_writer(&mut bytes, &v).map_err(|e| Error::io(&dl, e.into()))?
+        // The inbox first, then the dead letter: a crash in between leaves copies in the
+        // dead letter (deduplicated by message_id next time), never a lost message.
+        store::write_array_atomic(&inbox, &records)?;
+        let mut bytes = Vec::new();
+        for line in rest {
+            match line {
+                JsonLine::Value(v) => {
+                    serde_json::to_writer(&mut bytes, &v).map_err(|e| Error::io(&dl, e.into()))?
+                }
+                JsonLine::Unparsed(s) => bytes.extend_from_slice(s.as_bytes()),
             }
-            JsonLine::Unparsed(s) => bytes.extend_from_slice(s.as_bytes()),
+            bytes.push(b'\n');
         }
-        bytes.push(b'\n');
+        write_bytes_atomic(&dl, &bytes)?;
     }
-    write_bytes_atomic(&dl, &bytes)?;
+    if count == 0 {
+        return Ok(());
+    }
     log.event(
         "dead_letter_rescue",
         fields! {"session" => short_hash(session_id), "count" => count},

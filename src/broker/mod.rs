@@ -203,11 +203,14 @@ impl Broker {
         } else if pending_ttl.clamped {
             log.event("pending_ttl_clamped", fields! {"ttl" => pending_ttl.secs});
         }
-        let directory = opts
-            .directory
-            .as_ref()
-            .map(|d| std::fs::canonicalize(d).unwrap_or_else(|_| d.clone()))
-            .map(|d| d.to_string_lossy().into_owned());
+        // The registration records the project directory (default: the current directory),
+        // canonical, for the `auto` inbound policy and `doctor`.
+        let directory = Some(
+            std::fs::canonicalize(&project_dir)
+                .unwrap_or_else(|_| project_dir.clone())
+                .to_string_lossy()
+                .into_owned(),
+        );
 
         let alias = if opts.attach {
             let regs = parse_all(&store::read_array(&root.registry())?);

@@ -1,5 +1,6 @@
-//! Read-only, identity-free functions for the CLI: where the root is, what is registered,
-//! the audit log. None of them writes to the root.
+//! Identity-free functions for the CLI: where the root is, what is registered, the audit log.
+//! Only `checkRoot` creates a root; the others fail on a missing one and write nothing
+//! (except `probeLock`, which may create the `.lock` sidecar it probes, as any writer would).
 
 use std::path::PathBuf;
 
@@ -66,7 +67,7 @@ pub fn check_root(root: String) -> Result<String, JsCode> {
 /// Errors: `E_ROOT_INSECURE`, `E_STORE_CORRUPT`, `E_IO`.
 #[napi(catch_unwind)]
 pub fn list_registrations(root: String) -> Result<Vec<PeerInfo>, JsCode> {
-    let r = BrokerRoot::open(
+    let r = BrokerRoot::open_existing(
         std::path::Path::new(&root),
         crate::store::root::RootSource::Explicit,
     )
@@ -92,7 +93,7 @@ pub fn list_registrations(root: String) -> Result<Vec<PeerInfo>, JsCode> {
 /// `{ts, event, ...}`), oldest first. Errors: `E_ROOT_INSECURE`, `E_IO`.
 #[napi(catch_unwind)]
 pub fn read_log(root: String, limit: Option<u32>) -> Result<Vec<String>, JsCode> {
-    let r = BrokerRoot::open(
+    let r = BrokerRoot::open_existing(
         std::path::Path::new(&root),
         crate::store::root::RootSource::Explicit,
     )
@@ -109,7 +110,7 @@ pub fn read_log(root: String, limit: Option<u32>) -> Result<Vec<String>, JsCode>
 /// Errors: `E_ROOT_INSECURE`, `E_IO`.
 #[napi(catch_unwind)]
 pub fn probe_lock(root: String, file: String, timeout_ms: Option<u32>) -> Result<bool, JsCode> {
-    let r = BrokerRoot::open(
+    let r = BrokerRoot::open_existing(
         std::path::Path::new(&root),
         crate::store::root::RootSource::Explicit,
     )

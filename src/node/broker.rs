@@ -17,6 +17,33 @@ use super::types::{
 };
 use crate::broker as core;
 
+fn bad_option(name: &str, what: &str) -> napi::Error<JsCode> {
+    to_js(crate::Error::InvalidOption {
+        option: name.to_string(),
+        reason: format!("must be {what}"),
+    })
+}
+
+/// A JS number option that must be a whole number in `min..=max` (JS numbers are f64: without
+/// this check -1 would wrap to 4294967295 and 1.5 would truncate).
+fn whole(
+    name: &str,
+    v: Option<f64>,
+    min: u64,
+    max: u64,
+) -> std::result::Result<Option<u64>, napi::Error<JsCode>> {
+    match v {
+        None => Ok(None),
+        Some(x) if x.is_finite() && x.fract() == 0.0 && x >= min as f64 && x <= max as f64 => {
+            Ok(Some(x as u64))
+        }
+        Some(_) => Err(bad_option(
+            name,
+            &format!("a whole number from {min} to {max}"),
+        )),
+    }
+}
+
 fn selector(which: &str) -> std::result::Result<core::HeldSelector, napi::Error<JsCode>> {
     match which.trim() {
         "all" => Ok(core::HeldSelector::All),
@@ -62,34 +89,44 @@ impl JsBroker {
     /// `E_NOT_REGISTERED` (attach), `E_STORE_CORRUPT`, `E_LOCK_TIMEOUT`, `E_IO`.
     #[napi(factory, catch_unwind)]
     pub fn open(options: OpenOptions) -> Result<JsBroker, JsCode> {
+        let window = match options.rate_window_secs {
+            Some(w) if !(w.is_finite() && w > 0.0) => {
+                return Err(bad_option("rateWindowSecs", "a positive number of seconds"))
+            }
+            w => w,
+        };
+        let held_ttl = match options.held_ttl_secs {
+            Some(t) if !(t.is_finite() && t > 0.0) => {
+                return Err(bad_option("heldTtlSecs", "a positive number of seconds"))
+            }
+            t => t.map(Duration::from_secs_f64),
+        };
+        let burst = whole("rateBurst", options.rate_burst, 1, u32::MAX as u64)?;
         let opts = core::OpenOptions {
             session_id: options.session_id,
             alias: options.alias,
             root: options.root.map(PathBuf::from),
             directory: options.directory.map(PathBuf::from),
-            pid: options.pid,
+            pid: whole("pid", options.pid, 1, i32::MAX as u64)?.map(|n| n as u32),
             plugin_version: options.plugin_version,
             client_type: options.client_type,
             attach: options.attach.unwrap_or(false),
             auto_alias: options.auto_alias.unwrap_or(false),
-            max_message_bytes: options.max_message_bytes.map(|n| n as usize),
-            lock_timeout: options
-                .lock_timeout_ms
-                .map(|ms| Duration::from_millis(ms as u64)),
+            max_message_bytes: whole("maxMessageBytes", options.max_message_bytes, 1, 64 << 20)?
+                .map(|n| n as usize),
+            lock_timeout: whole("lockTimeoutMs", options.lock_timeout_ms, 1, 3_600_000)?
+                .map(Duration::from_millis),
             env: None,
             inbound: options.inbound,
             inbound_env: None,
-            held_cap: options.held_cap.map(|n| n as usize),
-            held_ttl: options
-                .held_ttl_secs
-                .filter(|s| s.is_finite() && *s > 0.0)
-                .map(Duration::from_secs_f64),
-            rate: match (options.rate_burst, options.rate_window_secs) {
+            held_cap: whole("heldCap", options.held_cap, 1, 1_000_000)?.map(|n| n as usize),
+            held_ttl,
+            rate: match (burst, window) {
                 (None, None) => None,
                 (b, w) => {
                     let d = crate::policy::rate::RateConfig::default();
                     Some(crate::policy::rate::RateConfig {
-                        burst: b.map(|b| b as _).unwrap_or(d.burst),
+                        burst: b.map(|b| b as u32).unwrap_or(d.burst),
                         window_s: w.unwrap_or(d.window_s),
                         ..d
                     })
@@ -97,8 +134,20 @@ impl JsBroker {
             },
             // Read from the process environment (`C2C_PERMISSION_TTL`) once, here.
             permission_ttl_env: None,
-            pending_per_alias_cap: options.pending_per_alias_cap.map(|n| n as usize),
-            pending_global_cap: options.pending_global_cap.map(|n| n as usize),
+            pending_per_alias_cap: whole(
+                "pendingPerAliasCap",
+                options.pending_per_alias_cap,
+                1,
+                1_000_000,
+            )?
+            .map(|n| n as usize),
+            pending_global_cap: whole(
+                "pendingGlobalCap",
+                options.pending_global_cap,
+                1,
+                10_000_000,
+            )?
+            .map(|n| n as usize),
         };
         let inner = core::Broker::open(opts).map_err(to_js)?;
         Ok(JsBroker {

@@ -23,7 +23,9 @@ impl AsRef<str> for JsCode {
         match self {
             JsCode::Core(code) => code.as_str(),
             JsCode::InvalidArg => "E_INVALID_ARG",
-            JsCode::Napi(status) => status.as_ref(),
+            // napi-rs reports a JS argument of the wrong type (a number where a string was
+            // expected, a missing argument, ...) with its own status; to JS that is a bad argument.
+            JsCode::Napi(_) => "E_INVALID_ARG",
         }
     }
 }

@@ -96,7 +96,7 @@ pub struct OpenOptions {
     /// (`<alias>-2`, …) instead of failing with `E_ALIAS_TAKEN`. Default false.
     pub auto_alias: Option<bool>,
     /// Pid to register. Default: this process.
-    pub pid: Option<u32>,
+    pub pid: Option<f64>,
     /// Recorded as `plugin_version`.
     pub plugin_version: Option<String>,
     /// Recorded as `client_type`. Default `"opencode"`.
@@ -105,26 +105,26 @@ pub struct OpenOptions {
     /// `C2C_MCP_SESSION_ID`); `close()` then leaves the registration alone. Default false.
     pub attach: Option<bool>,
     /// Maximum message size in bytes of UTF-8. Default 16384.
-    pub max_message_bytes: Option<u32>,
+    pub max_message_bytes: Option<f64>,
     /// How long to wait for a file lock, in milliseconds. Default 5000.
-    pub lock_timeout_ms: Option<u32>,
+    pub lock_timeout_ms: Option<f64>,
     /// Inbound policy: `accept` (default), `auto`, `hold` or `refuse`; the environment variable
     /// `C2C_BRIDGE_INBOUND` overrides it. An unknown value is `E_INVALID_OPTION`.
     pub inbound: Option<String>,
     /// Held-inbox capacity in messages. Default 100.
-    pub held_cap: Option<u32>,
+    pub held_cap: Option<f64>,
     /// How long a held message waits before it expires, in seconds. Default 300.
     pub held_ttl_secs: Option<f64>,
     /// Rate limit: messages a sender may send one recipient in a burst. Default 20.
-    pub rate_burst: Option<u32>,
+    pub rate_burst: Option<f64>,
     /// Rate limit: seconds over which the burst refills. Default 60.
     pub rate_window_secs: Option<f64>,
     /// Active pending-reply slots allowed per requester alias (case-insensitive). Default 16
     /// (c2c's). At least 1. The TTL of slots comes from `C2C_PERMISSION_TTL` (seconds,
     /// default 600, clamped to 1 s–24 h), read once when the handle opens.
-    pub pending_per_alias_cap: Option<u32>,
+    pub pending_per_alias_cap: Option<f64>,
     /// Active pending-reply slots allowed in the broker root. Default 1024 (c2c's). At least 1.
-    pub pending_global_cap: Option<u32>,
+    pub pending_global_cap: Option<f64>,
 }
 
 /// Options of `send`, `sendAll` and `sendRoom`.

@@ -49,7 +49,7 @@ pub struct LockGuard {
 
 impl LockGuard {
     /// Take the exclusive lock on `lock_path`, creating the sidecar (0600, never through a
-    /// symlink) if needed. Waits up to `timeout`, polling with a short backoff.
+    /// symlink) if needed. Waits up to `timeout` in the kernel's queue of waiters.
     ///
     /// # Errors
     /// [`Error::LockTimeout`] when another holder keeps the lock past `timeout`;
@@ -65,37 +65,60 @@ impl LockGuard {
             .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
             .open(lock_path)
             .map_err(|source| Error::io(lock_path, source))?;
-        let started = Instant::now();
-        let mut backoff = Duration::from_micros(20);
-        loop {
-            match set_ofd_lock(&file) {
-                Ok(()) => return Ok(LockGuard { _file: file }),
-                Err(Errno::EAGAIN) | Err(Errno::EACCES) | Err(Errno::EINTR) => {
-                    if started.elapsed() >= timeout {
-                        return Err(Error::LockTimeout {
-                            path: lock_path.to_path_buf(),
-                            waited_ms: started.elapsed().as_millis() as u64,
-                        });
-                    }
-                    std::thread::sleep(backoff);
-                    backoff = (backoff * 2).min(Duration::from_millis(5));
-                }
-                Err(errno) => {
-                    return Err(Error::io(lock_path, std::io::Error::from(errno)));
-                }
-            }
+        match set_ofd_lock(&file, false) {
+            Ok(()) => return Ok(LockGuard { _file: file }),
+            Err(Errno::EAGAIN) | Err(Errno::EACCES) | Err(Errno::EINTR) => {}
+            Err(errno) => return Err(Error::io(lock_path, std::io::Error::from(errno))),
         }
+        wait_for_lock(file, lock_path, timeout)
     }
 }
 
-/// One non-blocking attempt at an exclusive whole-file OFD lock.
+/// The contended path: a short-lived thread blocks in `F_OFD_SETLKW`, where the kernel queues
+/// waiters, and hands the locked file back; we wait for it at most `timeout`.
 ///
-/// Why not `F_OFD_SETLKW`: it blocks without a bound, and a hung peer would hang OpenCode.
+/// Why a thread rather than polling `F_OFD_SETLK` with a backoff: pollers get no turn order,
+/// and under a burst of writers (4 processes × 200 sends) some starved for seconds. Why not
+/// `F_OFD_SETLKW` on the caller's thread: it has no timeout, and a hung peer must not hang
+/// OpenCode. If we give up, the thread still owns the open file; when the kernel finally
+/// grants it the lock, the hand-off fails (nobody listens), the file is dropped and the lock
+/// is released at once, so a timed-out waiter never keeps a lock. A waiter blocked behind a
+/// holder that never lets go stays parked until that holder exits.
+fn wait_for_lock(file: File, lock_path: &Path, timeout: Duration) -> Result<LockGuard> {
+    use std::sync::mpsc;
+    let started = Instant::now();
+    let (tx, rx) = mpsc::sync_channel::<nix::Result<File>>(1);
+    let spawned = std::thread::Builder::new()
+        .name("c2c-lock-wait".into())
+        .spawn(move || {
+            let result = loop {
+                match set_ofd_lock(&file, true) {
+                    Err(Errno::EINTR) => continue,
+                    other => break other,
+                }
+            };
+            let _ = tx.send(result.map(|()| file));
+        });
+    if let Err(e) = spawned {
+        return Err(Error::io(lock_path, e));
+    }
+    match rx.recv_timeout(timeout) {
+        Ok(Ok(file)) => Ok(LockGuard { _file: file }),
+        Ok(Err(errno)) => Err(Error::io(lock_path, std::io::Error::from(errno))),
+        Err(_) => Err(Error::LockTimeout {
+            path: lock_path.to_path_buf(),
+            waited_ms: started.elapsed().as_millis() as u64,
+        }),
+    }
+}
+
+/// One attempt at an exclusive whole-file OFD lock: `F_OFD_SETLK` (fails at once with
+/// `EAGAIN` when held) or, with `wait`, `F_OFD_SETLKW` (blocks until granted).
 #[expect(
     unsafe_code,
     reason = "zero-initialising libc::flock; nix has no safe OFD constructor"
 )]
-fn set_ofd_lock(file: &File) -> nix::Result<()> {
+fn set_ofd_lock(file: &File, wait: bool) -> nix::Result<()> {
     use std::os::fd::AsRawFd;
     // SAFETY: flock is a plain C struct; all-zero is a valid value for every field.
     let mut fl: libc::flock = unsafe { std::mem::zeroed() };
@@ -104,7 +127,12 @@ fn set_ofd_lock(file: &File) -> nix::Result<()> {
     fl.l_start = 0;
     fl.l_len = 0; // to the end of the file, like lockf(F_LOCK, 0) from offset 0
     fl.l_pid = 0; // must be 0 for OFD locks
-    fcntl(file.as_raw_fd(), FcntlArg::F_OFD_SETLK(&fl)).map(|_| ())
+    let arg = if wait {
+        FcntlArg::F_OFD_SETLKW(&fl)
+    } else {
+        FcntlArg::F_OFD_SETLK(&fl)
+    };
+    fcntl(file.as_raw_fd(), arg).map(|_| ())
 }
 
 #[cfg(test)]
@@ -170,6 +198,44 @@ mod tests {
     }
 
     #[test]
+    fn a_timed_out_waiter_does_not_keep_the_lock() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("x.lock");
+        let g = LockGuard::acquire(&p, Duration::from_millis(10)).unwrap();
+        // this waiter's thread stays queued after the timeout …
+        assert!(LockGuard::acquire(&p, Duration::from_millis(20)).is_err());
+        drop(g);
+        // … and lets go as soon as it is granted, so the next caller gets the lock
+        let _g = LockGuard::acquire(&p, Duration::from_millis(500)).unwrap();
+    }
+
+    #[test]
+    fn waiters_are_served_without_starving() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = std::sync::Arc::new(dir.path().join("x.lock"));
+        let counter = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let threads: Vec<_> = (0..8)
+            .map(|_| {
+                let p = p.clone();
+                let counter = counter.clone();
+                std::thread::spawn(move || {
+                    for _ in 0..50 {
+                        let _g = LockGuard::acquire(&p, Duration::from_secs(10)).unwrap();
+                        let v = counter.load(std::sync::atomic::Ordering::SeqCst);
+                        std::thread::yield_now();
+                        counter.store(v + 1, std::sync::atomic::Ordering::SeqCst);
+                    }
+                })
+            })
+            .collect();
+        for t in threads {
+            t.join().unwrap();
+        }
+        // mutual exclusion: no lost update among 400 read-modify-writes
+        assert_eq!(counter.load(std::sync::atomic::Ordering::SeqCst), 400);
+    }
+
+    #[test]
     fn symlinked_sidecar_is_refused() {
         let dir = tempfile::tempdir().unwrap();
         let target = dir.path().join("elsewhere");
@@ -177,6 +243,6 @@ mod tests {
         let p = dir.path().join("x.lock");
         std::os::unix::fs::symlink(&target, &p).unwrap();
         let err = LockGuard::acquire(&p, Duration::from_millis(10)).unwrap_err();
-        assert_eq!(err.code(), crate::ErrorCode::Io);
+        assert_eq!(err.code(), crate::ErrorCode::RootInsecure);
     }
 }

@@ -164,6 +164,7 @@ impl BrokerRoot {
     pub fn open(path: &Path, source: RootSource) -> Result<BrokerRoot> {
         use std::os::unix::fs::DirBuilderExt;
         if !path.exists() {
+            // Like `mkdir -p` with mode 0700; parents we create are 0700 too.
             std::fs::DirBuilder::new()
                 .recursive(true)
                 .mode(0o700)
@@ -188,11 +189,13 @@ impl BrokerRoot {
                 ),
             });
         }
-        if meta.mode() & 0o022 != 0 {
+        // Group or others must neither write (they could plant messages or registrations)
+        // nor read (messages are private). c2c creates the root 0700.
+        if meta.mode() & 0o077 != 0 {
             return Err(Error::RootInsecure {
                 path: canonical,
                 reason: format!(
-                    "its mode is {:o}: group or others can write it; run `chmod 700` on it",
+                    "its mode is {:o}: group or others can read or write it; run `chmod 700` on it",
                     meta.mode() & 0o777
                 ),
             });
@@ -201,6 +204,20 @@ impl BrokerRoot {
             path: canonical,
             source,
         })
+    }
+
+    /// Open an existing root for reading (the CLI's read-only commands): never creates it.
+    ///
+    /// # Errors
+    /// [`Error::Io`] (`NotFound`) when it does not exist; as [`BrokerRoot::open`] otherwise.
+    pub fn open_existing(path: &Path, source: RootSource) -> Result<BrokerRoot> {
+        if !path.is_dir() {
+            return Err(Error::io(
+                path,
+                std::io::Error::new(std::io::ErrorKind::NotFound, "no broker root here"),
+            ));
+        }
+        BrokerRoot::open(path, source)
     }
 
     /// The canonical root directory.
