@@ -12,13 +12,14 @@
 // skipped with a message; a suite that fails makes the runner exit 1. The last line of output
 // is exactly `N passed, N failed` (plus `, N skipped` when some were skipped).
 //
-// The native addon is built first (`napi build --platform`, debug) when the .node file is
-// missing or older than a file under src/, since the JS suites load it.
+// The native addon (release) and the plugin are built first by scripts/ensure-built.mjs
+// (incremental: a few seconds when nothing changed), since the JS suites load them.
 import { spawn, spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { ensureBuilt } from './ensure-built.mjs';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const ALL = ['rust', 'node', 'bun', 'e2e'];
@@ -96,23 +97,15 @@ async function rustSuite() {
   record('rust', counts, Date.now() - t0, note);
 }
 
-function ensureAddon() {
-  const nodeFiles = fs.readdirSync(ROOT).filter((f) => f.endsWith('.node'));
-  const newest = (dir) => {
-    let max = 0;
-    for (const e of fs.readdirSync(dir, { withFileTypes: true })) {
-      const p = path.join(dir, e.name);
-      max = Math.max(max, e.isDirectory() ? newest(p) : fs.statSync(p).mtimeMs);
-    }
-    return max;
-  };
-  const built = nodeFiles.length ? Math.min(...nodeFiles.map((f) => fs.statSync(path.join(ROOT, f)).mtimeMs)) : 0;
-  const srcTime = Math.max(newest(path.join(ROOT, 'src')), fs.statSync(path.join(ROOT, 'Cargo.toml')).mtimeMs);
-  if (built && built >= srcTime) return true;
-  console.log(`[test] ${built ? 'the addon is older than src/' : 'no addon built yet'}: running napi build --platform (debug)`);
-  const napi = path.join(ROOT, 'node_modules', '.bin', 'napi');
-  const r = spawnSync(napi, ['build', '--platform'], { cwd: ROOT, stdio: 'inherit' });
-  return r.status === 0;
+/** Build the addon (release) and the plugin when they are missing or stale (incremental). */
+async function ensureAddon() {
+  try {
+    await ensureBuilt();
+    return true;
+  } catch (err) {
+    console.error(String(err instanceof Error ? err.message : err));
+    return false;
+  }
 }
 
 /** One Vitest run; counts come from its JSON report, humans get the default reporter. */
@@ -170,7 +163,7 @@ function bunRuntime() {
 
 const jsSuites = suites.filter((s) => s !== 'rust');
 let addonOk = true;
-if (jsSuites.length && fs.existsSync(VITEST)) addonOk = ensureAddon();
+if (jsSuites.length && fs.existsSync(VITEST)) addonOk = await ensureAddon();
 
 for (const suite of suites) {
   if (suite === 'rust') {

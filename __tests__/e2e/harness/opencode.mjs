@@ -134,6 +134,11 @@ export function buildConfig(o) {
 /**
  * @typedef {object} StartOptions
  * @property {string} [projectDir]     project directory (created in the temp root when omitted)
+ * @property {string} [root]           reuse this temp root (HOME + XDG dirs, and `project/` when
+ *                                     projectDir is omitted) instead of making a new one, e.g. a
+ *                                     stopped instance's `handle.root` to restart OpenCode on the
+ *                                     same sessions (they live under XDG_DATA_HOME). The caller
+ *                                     owns it: `stop()` never deletes a root given here.
  * @property {string} modelBaseURL     e.g. mock.baseURL('a') → http://127.0.0.1:P/t/a/v1
  * @property {PluginSpec[]} [plugins]  opencode.json `plugin` entries
  * @property {any} [permission]        opencode.json `permission`, e.g. {bash: 'ask'}
@@ -174,7 +179,10 @@ export async function startOpencode(opts) {
   if (!opts || !opts.modelBaseURL) throw new Error('startOpencode: modelBaseURL is required');
   if (!fs.existsSync(OPENCODE_BIN)) throw new Error(`startOpencode: no OpenCode binary at ${OPENCODE_BIN} (run npm ci)`);
   installExitHook();
-  const root = fs.realpathSync(fs.mkdtempSync(path.join(os.tmpdir(), 'oc-e2e-')));
+  const ownRoot = !opts.root;
+  const root = fs.realpathSync(
+    opts.root ? (fs.mkdirSync(opts.root, { recursive: true }), opts.root) : fs.mkdtempSync(path.join(os.tmpdir(), 'oc-e2e-')),
+  );
   const dirs = {
     HOME: path.join(root, 'home'),
     XDG_CONFIG_HOME: path.join(root, 'config'),
@@ -250,7 +258,7 @@ export async function startOpencode(opts) {
       /* already gone */
     }
   };
-  const keepTemp = opts.keepTemp ?? !!process.env.E2E_KEEP_TEMP;
+  const keepTemp = !ownRoot || (opts.keepTemp ?? !!process.env.E2E_KEEP_TEMP);
   let stopping = /** @type {Promise<void>|null} */ (null);
 
   /** @type {OpencodeHandle} */
