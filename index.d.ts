@@ -224,6 +224,12 @@ export interface BroadcastReport {
   skipped: Array<SkippedRecipient>
 }
 
+/**
+ * The canonical form of a directory (symlinks resolved), as registrations record it; `null`
+ * when it does not exist.
+ */
+export declare function canonicalDirectory(directory: string): string | null
+
 /** What `checkPendingReply` returns: c2c's outcome, as data. */
 export interface CheckOutcome {
   /** Whether this session is a supervisor of an active slot with that perm id. */
@@ -255,6 +261,8 @@ export interface DeliverableMessage {
   message: InboxMessage
   /** What the model is shown: the message framed as untrusted data (or a receipt notice). */
   framed: string
+  /** Set when the whole body is a permission reply to one of this session's requests. */
+  permissionReply?: PermissionAdvisoryInfo
 }
 
 /** One `key: value` field of a listing entry or notice. */
@@ -483,6 +491,21 @@ export interface PendingOpened {
    * requester.
    */
   supervisors: Array<string>
+}
+
+/** A permission reply found in a delivered message (advisory only; it answers nothing). */
+export interface PermissionAdvisoryInfo {
+  /** The perm id it names. */
+  permId: string
+  /** `approve-once`, `approve-always` or `reject`. */
+  verdict: string
+  /** The sender's alias. */
+  fromAlias: string
+  /**
+   * True when checked against an active slot of this session with the sender among its
+   * supervisors; false when the check could not be made (show it marked unverified).
+   */
+  verified: boolean
 }
 
 /** A recognised `permission:<id>:<verdict>` message body. */

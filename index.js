@@ -837,6 +837,7 @@ module.exports.__napiBindingTarget = __napiStampBindingTarget(nativeBinding, __n
 module.exports = nativeBinding
 module.exports.Broker = nativeBinding.Broker
 module.exports.JsBroker = nativeBinding.JsBroker
+module.exports.canonicalDirectory = nativeBinding.canonicalDirectory
 module.exports.checkRoot = nativeBinding.checkRoot
 module.exports.defaultAlias = nativeBinding.defaultAlias
 module.exports.frameListing = nativeBinding.frameListing

@@ -24,7 +24,25 @@ export function loadAddon(): AddonLoad {
     }
     return { ok: true, addon };
   } catch (err) {
-    const message = err instanceof Error ? err.message : String(err);
-    return { ok: false, error: message.split("\n")[0] ?? message };
+    return { ok: false, error: describeLoadError(err) };
   }
+}
+
+/**
+ * napi-rs's loader throws a generic "Cannot find native binding" and keeps the real reasons
+ * (missing file, `invalid ELF header`, wrong platform) in the `cause` chain: report the
+ * first line of each, the one naming the `.node` file first.
+ */
+export function describeLoadError(err: unknown): string {
+  const lines: string[] = [];
+  let e: unknown = err;
+  for (let depth = 0; e && depth < 8; depth++) {
+    const msg = e instanceof Error ? e.message : String(e);
+    const first = msg.split("\n")[0]?.trim();
+    if (first && !lines.includes(first)) lines.push(first);
+    e = e instanceof Error ? (e as Error & { cause?: unknown }).cause : undefined;
+  }
+  const specific = lines.filter((l) => l.includes(".node"));
+  const ordered = [...specific, ...lines.filter((l) => !specific.includes(l))];
+  return ordered.join("; ") || "unknown error";
 }

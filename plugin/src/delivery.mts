@@ -63,8 +63,8 @@ export interface DeliveryDeps {
   ack(sessionId: string, messageIds: string[], status: "delivered" | "duplicate"): void;
   /** Housekeeping on the fallback timer (e.g. expiring held messages). */
   housekeeping?(sessionId: string): void;
-  /** Whether the session is running a turn. */
-  isBusy(sessionId: string): boolean;
+  /** Whether the session is running a turn; `undefined` when not known yet. */
+  isBusy(sessionId: string): boolean | undefined;
   setBusy(sessionId: string, busy: boolean): void;
   /** Message ids already shown in the session's transcript (read once after a restart). */
   injectedInTranscript(sessionId: string): Promise<Set<string>>;
@@ -127,21 +127,24 @@ export class Delivery {
 
   private async tick(): Promise<void> {
     const now = Date.now();
-    let stale = false;
+    let refresh = false;
     for (const sid of this.deps.sessions()) {
       this.deps.housekeeping?.(sid);
       if (!this.deps.pending(sid)) continue;
-      if (this.deps.isBusy(sid)) {
+      const busy = this.deps.isBusy(sid);
+      if (busy === undefined) {
+        refresh = true;
+      } else if (busy) {
         const s = this.st(sid);
         if (!s.busySince) s.busySince = now;
-        if (now - s.busySince > 3 * this.opts.fallbackIntervalMs) stale = true;
+        if (now - s.busySince > 3 * this.opts.fallbackIntervalMs) refresh = true;
       } else {
         this.kick(sid);
       }
     }
-    if (stale && this.deps.refreshStatus) {
+    if (refresh && this.deps.refreshStatus) {
       await this.deps.refreshStatus();
-      for (const sid of this.deps.sessions()) if (!this.deps.isBusy(sid)) this.kick(sid);
+      for (const sid of this.deps.sessions()) if (this.deps.isBusy(sid) === false) this.kick(sid);
     }
   }
 
@@ -160,7 +163,8 @@ export class Delivery {
     if (s.running || this.stopped) return;
     s.running = true;
     try {
-      if (this.deps.isBusy(sessionId)) return;
+      // Busy, or not known yet (the fallback timer asks the server): not now.
+      if (this.deps.isBusy(sessionId) !== false) return;
       s.busySince = 0;
       if (Date.now() < s.retryAt) return;
       const items = this.deps.gate(sessionId);

@@ -89,12 +89,38 @@ async function server(input: PluginInput, rawOptions?: Record<string, unknown>):
     makeInject(client),
     options,
   );
-  setTimeout(() => delivery.current?.start(), 0);
+  setTimeout(() => {
+    delivery.current?.start();
+    void restoreRegistrations().catch((err) => logger.log("warn", `restoring registrations: ${String(err)}`));
+  }, 0);
+
+  /**
+   * After an OpenCode restart, sessions of this directory that were registered by the previous
+   * process (now dead) get their registration back at once, so mail to them is not refused
+   * as "recipient is not alive" until someone happens to use them.
+   */
+  async function restoreRegistrations(): Promise<void> {
+    const loc = addon.resolveRoot(options.brokerRoot ?? null, input.directory);
+    if (!loc.exists) return;
+    const ours = addon.canonicalDirectory(input.directory);
+    for (const reg of addon.listRegistrations(loc.path)) {
+      if (reg.alive || reg.clientType !== "opencode" || !ours || reg.directory !== ours) continue;
+      if (sessions.get(reg.sessionId)) continue;
+      const res = await client.session.get({ path: { id: reg.sessionId } }).catch(() => undefined);
+      if (res?.data?.id && !res.data.parentID) sessions.observe(res.data);
+    }
+  }
 
   const onEvent = async (event: HostEvent) => {
     const p = event.properties ?? {};
     switch (event.type) {
-      case "session.created":
+      case "session.created": {
+        // A new session is idle until its first prompt's status event.
+        const info = p.info as HostSession | undefined;
+        if (info?.id) sessions.setBusy(info.id, false);
+        sessions.observe(info as HostSession);
+        break;
+      }
       case "session.updated":
         sessions.observe(p.info as HostSession);
         break;

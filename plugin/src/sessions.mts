@@ -138,9 +138,13 @@ export class Sessions {
     this.busy.set(sessionId, busy);
   }
 
-  /** Whether a session is known to be running a turn. Unknown counts as idle. */
-  isBusy(sessionId: string): boolean {
-    return this.busy.get(sessionId) === true;
+  /**
+   * Whether a session is running a turn: `undefined` while unknown (registered after a
+   * restart, before any status event). Delivery treats unknown as "not yet": injecting into
+   * a session that is in fact busy would fold the message into the user's turn.
+   */
+  isBusy(sessionId: string): boolean | undefined {
+    return this.busy.get(sessionId);
   }
 
   /** Close every handle (unregisters). Idempotent. */

@@ -130,3 +130,10 @@ pub fn probe_lock(root: String, file: String, timeout_ms: Option<u32>) -> Result
         Err(e) => Err(to_js(e)),
     }
 }
+
+/// The canonical form of a directory (symlinks resolved), as registrations record it; `null`
+/// when it does not exist.
+#[napi(catch_unwind)]
+pub fn canonical_directory(directory: String) -> Option<String> {
+    crate::policy::inbound::canonical_directory(std::path::Path::new(&directory))
+}
