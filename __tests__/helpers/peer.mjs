@@ -22,6 +22,9 @@ async function main() {
   const b = Broker.open({
     root: plan.root, sessionId: plan.sessionId, alias: plan.alias,
     ...(plan.lockTimeoutMs ? { lockTimeoutMs: plan.lockTimeoutMs } : {}),
+    // A burst of hundreds of sends to one recipient is what this helper measures; the per-pair
+    // rate limit (tested on its own) would refuse it.
+    ...(plan.mode === 'burst' ? { rateBurst: 100000 } : {}),
   });
   out({ event: 'ready', pid: process.pid, sessionId: b.sessionId, alias: b.alias });
 
