@@ -52,6 +52,7 @@ export function machine(rootDir) {
     rootDir,
     node: process.version,
     memGiB: +(os.totalmem() / 2 ** 30).toFixed(1),
+    loadavg: os.loadavg().map((x) => +x.toFixed(2)),
   };
 }
 

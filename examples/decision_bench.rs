@@ -13,10 +13,8 @@ use std::hint::black_box;
 use std::path::PathBuf;
 use std::time::Instant;
 
-use c2c_bridge::policy::guardrail::{self, PathContext, PermissionRequest};
-use c2c_bridge::provenance::{
-    EpochMs, Limits, Lookup, MessageInfo, PeerMark, Role, TurnIndex,
-};
+use c2c_bridge::policy::guardrail::{self, FsProbe, PathContext, PermissionRequest};
+use c2c_bridge::provenance::{EpochMs, Limits, Lookup, MessageInfo, PeerMark, Role, TurnIndex};
 
 const SESSIONS: usize = 10;
 const MESSAGES: usize = 10_000;
@@ -113,6 +111,21 @@ fn build_index() -> (TurnIndex, Vec<(String, String, bool)>) {
     (ix, targets)
 }
 
+/// A probe that answers without system calls (nothing is a symlink, every path is itself):
+/// separates the guardrail's own work from its `canonicalize`/`read_link` calls.
+struct LexicalFs;
+impl FsProbe for LexicalFs {
+    fn canonicalize(&self, p: &std::path::Path) -> Option<PathBuf> {
+        Some(p.to_path_buf())
+    }
+    fn read_link(&self, _: &std::path::Path) -> Option<PathBuf> {
+        None
+    }
+    fn is_dir(&self, _: &std::path::Path) -> bool {
+        false
+    }
+}
+
 fn stats(name: &str, mut ns: Vec<u64>) {
     ns.sort_unstable();
     let q = |p: f64| ns[((ns.len() - 1) as f64 * p).round() as usize];
@@ -201,6 +214,18 @@ fn main() {
         "guardrail check: edit (one file)",
         time(&mut |_| {
             black_box(guardrail::check(&edit, &ctx));
+        }),
+    );
+    stats(
+        "guardrail check: bash, lexical probe (no syscalls)",
+        time(&mut |_| {
+            black_box(guardrail::check_with(&bash, &ctx, &LexicalFs));
+        }),
+    );
+    stats(
+        "guardrail check: edit, lexical probe (no syscalls)",
+        time(&mut |_| {
+            black_box(guardrail::check_with(&edit, &ctx, &LexicalFs));
         }),
     );
     stats(
