@@ -1,0 +1,247 @@
+//! Micro-benchmark of the permission decision's Rust half on a 10,000-message turn index:
+//! `TurnIndex::provenance` (the `parentID` walk) and `guardrail::check` (the protected-path
+//! check, real file system), separately and together.
+//!
+//! A benchmark, not a test: it asserts nothing about time. Run by `npm run bench`
+//! (`bench/run.mjs`) after `cargo build --release --example decision_bench`; prints one JSON
+//! object per figure on stdout: `{"name", "iterations", "ns": [sorted samples]}` is too big,
+//! so it prints `{"name", "iterations", "min_ns", "median_ns", "p99_ns"}`.
+//!
+//! Usage: `decision_bench [iterations]` (default 20000).
+
+use std::hint::black_box;
+use std::path::PathBuf;
+use std::time::Instant;
+
+use c2c_bridge::policy::guardrail::{self, FsProbe, PathContext, PermissionRequest};
+use c2c_bridge::provenance::{EpochMs, Limits, Lookup, MessageInfo, PeerMark, Role, TurnIndex};
+
+const SESSIONS: usize = 10;
+const MESSAGES: usize = 10_000;
+
+fn info(
+    id: String,
+    session: &str,
+    role: Role,
+    parent: Option<String>,
+    created: EpochMs,
+    completed: Option<EpochMs>,
+    finish: Option<&str>,
+) -> MessageInfo {
+    MessageInfo {
+        id,
+        session_id: session.to_string(),
+        role,
+        parent_id: parent,
+        created_ms: created,
+        completed_ms: completed,
+        finish: finish.map(str::to_string),
+        error: false,
+        summary: false,
+    }
+}
+
+/// 10 sessions of 1,000 messages each: turns of one user message and four assistant steps
+/// (three `tool-calls`, one `stop`); every third turn is started by a peer message, and
+/// every fifth turn has a peer message folded into its running loop.
+fn build_index() -> (TurnIndex, Vec<(String, String, bool)>) {
+    let mut ix = TurnIndex::new(Limits::default());
+    let mut targets = Vec::new();
+    let per_session = MESSAGES / SESSIONS;
+    for s in 0..SESSIONS {
+        let sid = format!("ses_bench{s:04}");
+        ix.observe_session_created(&sid, None);
+        let mut t: EpochMs = 1_700_000_000_000;
+        let mut n = 0usize;
+        let mut turn = 0usize;
+        while n + 5 <= per_session {
+            let uid = format!("msg_{s:02}_{n:05}_u");
+            let peer_turn = turn % 3 == 0;
+            ix.observe_message(info(uid.clone(), &sid, Role::User, None, t, None, None));
+            if peer_turn {
+                ix.observe_peer_part(
+                    &uid,
+                    &sid,
+                    PeerMark {
+                        message_id: format!("c2c-{s}-{turn}"),
+                        from: "bob".into(),
+                        via: vec!["ses_bob".into()],
+                    },
+                );
+            }
+            n += 1;
+            let mut parent = uid.clone();
+            let mut last = String::new();
+            for k in 0..4 {
+                let aid = format!("msg_{s:02}_{n:05}_a{k}");
+                let created = t + 10 + 100 * k as EpochMs;
+                let finish = if k == 3 { "stop" } else { "tool-calls" };
+                ix.observe_message(info(
+                    aid.clone(),
+                    &sid,
+                    Role::Assistant,
+                    Some(parent.clone()),
+                    created,
+                    Some(created + 90),
+                    Some(finish),
+                ));
+                // A user message folded into the running loop: later steps point at it.
+                if k == 1 && turn % 5 == 0 && n + 1 < per_session {
+                    n += 1;
+                    let fid = format!("msg_{s:02}_{n:05}_f");
+                    ix.observe_message(info(
+                        fid.clone(),
+                        &sid,
+                        Role::User,
+                        None,
+                        created + 50,
+                        None,
+                        None,
+                    ));
+                    parent = fid;
+                }
+                last = aid;
+                n += 1;
+            }
+            targets.push((sid.clone(), last, peer_turn));
+            t += 10_000;
+            turn += 1;
+        }
+    }
+    (ix, targets)
+}
+
+/// A probe that answers without system calls (nothing is a symlink, every path is itself):
+/// separates the guardrail's own work from its `canonicalize`/`read_link` calls.
+struct LexicalFs;
+impl FsProbe for LexicalFs {
+    fn canonicalize(&self, p: &std::path::Path) -> Option<PathBuf> {
+        Some(p.to_path_buf())
+    }
+    fn read_link(&self, _: &std::path::Path) -> Option<PathBuf> {
+        None
+    }
+    fn is_dir(&self, _: &std::path::Path) -> bool {
+        false
+    }
+}
+
+fn stats(name: &str, mut ns: Vec<u64>) {
+    ns.sort_unstable();
+    let q = |p: f64| ns[((ns.len() - 1) as f64 * p).round() as usize];
+    println!(
+        "{{\"name\":\"{name}\",\"iterations\":{},\"min_ns\":{},\"median_ns\":{},\"p99_ns\":{}}}",
+        ns.len(),
+        ns[0],
+        q(0.5),
+        q(0.99)
+    );
+}
+
+fn main() {
+    let iterations: usize = std::env::args()
+        .nth(1)
+        .and_then(|a| a.parse().ok())
+        .unwrap_or(20_000);
+    let (mut ix, targets) = build_index();
+    eprintln!(
+        "index: {} messages, {} sessions, {} turns",
+        ix.message_count(),
+        ix.session_count(),
+        targets.len()
+    );
+    // Every walk resolves (the index holds each session's whole history).
+    for (sid, tool, peer) in &targets {
+        match ix.provenance(sid, tool) {
+            Lookup::Resolved(p) => assert_eq!(p.is_peer_triggered(), *peer, "{tool}"),
+            other => panic!("unexpected {other:?}"),
+        }
+    }
+
+    let here = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("/"));
+    let home = std::env::var_os("HOME")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from("/root"));
+    let ctx = PathContext {
+        cwd: here.join("src"),
+        worktree: here.clone(),
+        home,
+    };
+    let bash: PermissionRequest = serde_json::from_value(serde_json::json!({
+        "permission": "bash",
+        "command": "cd src && cargo build --release 2>&1 | tee ../build.log && ls -la",
+        "patterns": ["cd src && cargo build --release 2>&1 | tee ../build.log && ls -la"],
+        "args": {"command": "cd src && cargo build --release 2>&1 | tee ../build.log && ls -la"}
+    }))
+    .expect("request");
+    let edit: PermissionRequest = serde_json::from_value(serde_json::json!({
+        "permission": "edit",
+        "filepath": here.join("src/lib.rs").to_string_lossy(),
+        "patterns": ["src/lib.rs"],
+        "args": {"filePath": here.join("src/lib.rs").to_string_lossy()}
+    }))
+    .expect("request");
+    assert!(guardrail::check(&bash, &ctx).is_none());
+    assert!(guardrail::check(&edit, &ctx).is_none());
+
+    let time = |f: &mut dyn FnMut(usize)| -> Vec<u64> {
+        for i in 0..iterations / 10 {
+            f(i); // warm-up
+        }
+        (0..iterations)
+            .map(|i| {
+                let t = Instant::now();
+                f(i);
+                t.elapsed().as_nanos() as u64
+            })
+            .collect()
+    };
+    let n = targets.len();
+    stats(
+        "provenance walk (10k-message index)",
+        time(&mut |i| {
+            let (s, m, _) = &targets[(i * 7919) % n];
+            black_box(ix.provenance(s, m));
+        }),
+    );
+    stats(
+        "guardrail check: bash (pipeline, cd, tee)",
+        time(&mut |_| {
+            black_box(guardrail::check(&bash, &ctx));
+        }),
+    );
+    stats(
+        "guardrail check: edit (one file)",
+        time(&mut |_| {
+            black_box(guardrail::check(&edit, &ctx));
+        }),
+    );
+    stats(
+        "guardrail check: bash, lexical probe (no syscalls)",
+        time(&mut |_| {
+            black_box(guardrail::check_with(&bash, &ctx, &LexicalFs));
+        }),
+    );
+    stats(
+        "guardrail check: edit, lexical probe (no syscalls)",
+        time(&mut |_| {
+            black_box(guardrail::check_with(&edit, &ctx, &LexicalFs));
+        }),
+    );
+    stats(
+        "decision: walk + guardrail (bash)",
+        time(&mut |i| {
+            let (s, m, _) = &targets[(i * 7919) % n];
+            black_box(ix.provenance(s, m));
+            black_box(guardrail::check(&bash, &ctx));
+        }),
+    );
+    stats(
+        "decision: walk + guardrail (edit)",
+        time(&mut |i| {
+            let (s, m, _) = &targets[(i * 7919) % n];
+            black_box(ix.provenance(s, m));
+            black_box(guardrail::check(&edit, &ctx));
+        }),
+    );
+}
