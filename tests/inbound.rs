@@ -37,8 +37,20 @@ fn open(root: &Path, sid: &str, alias: &str, dir: &Path, inbound: &str) -> Broke
 #[test]
 fn hold_then_release_goes_through_the_gate_again() {
     let r = root();
-    let a = open(&r.path, "ses_a", "alice", &r.path.parent().unwrap().join("pa"), "accept");
-    let b = open(&r.path, "ses_b", "bob", &r.path.parent().unwrap().join("pb"), "hold");
+    let a = open(
+        &r.path,
+        "ses_a",
+        "alice",
+        &r.path.parent().unwrap().join("pa"),
+        "accept",
+    );
+    let b = open(
+        &r.path,
+        "ses_b",
+        "bob",
+        &r.path.parent().unwrap().join("pb"),
+        "hold",
+    );
     let sent = a.send("bob", "hello bob", &SendOptions::default()).unwrap();
     let g = b.gate_inbox().unwrap();
     assert!(g.deliver.is_empty());
@@ -74,8 +86,20 @@ fn hold_then_release_goes_through_the_gate_again() {
 #[test]
 fn refuse_archives_and_tells_the_sender_with_a_framed_notice() {
     let r = root();
-    let a = open(&r.path, "ses_a", "alice", &r.path.parent().unwrap().join("pa"), "accept");
-    let b = open(&r.path, "ses_b", "bob", &r.path.parent().unwrap().join("pb"), "refuse");
+    let a = open(
+        &r.path,
+        "ses_a",
+        "alice",
+        &r.path.parent().unwrap().join("pa"),
+        "accept",
+    );
+    let b = open(
+        &r.path,
+        "ses_b",
+        "bob",
+        &r.path.parent().unwrap().join("pb"),
+        "refuse",
+    );
     let sent = a.send("bob", "hello", &SendOptions::default()).unwrap();
     let g = b.gate_inbox().unwrap();
     assert_eq!(g.refused, vec![sent.message_id.clone()]);
@@ -118,7 +142,13 @@ fn auto_accepts_same_directory_and_holds_others() {
 #[test]
 fn held_inbox_is_capped_and_expires() {
     let r = root();
-    let a = open(&r.path, "ses_a", "alice", &r.path.parent().unwrap().join("pa"), "accept");
+    let a = open(
+        &r.path,
+        "ses_a",
+        "alice",
+        &r.path.parent().unwrap().join("pa"),
+        "accept",
+    );
     std::fs::create_dir_all(r.path.parent().unwrap().join("pb")).unwrap();
     let b = Broker::open(OpenOptions {
         session_id: "ses_b".into(),
@@ -161,8 +191,20 @@ fn held_inbox_is_capped_and_expires() {
 #[test]
 fn hop_limit_refuses_the_fifth_message_with_a_receipt() {
     let r = root();
-    let a = open(&r.path, "ses_a", "alice", &r.path.parent().unwrap().join("pa"), "accept");
-    let _b = open(&r.path, "ses_b", "bob", &r.path.parent().unwrap().join("pb"), "accept");
+    let a = open(
+        &r.path,
+        "ses_a",
+        "alice",
+        &r.path.parent().unwrap().join("pa"),
+        "accept",
+    );
+    let _b = open(
+        &r.path,
+        "ses_b",
+        "bob",
+        &r.path.parent().unwrap().join("pb"),
+        "accept",
+    );
     let chain: Vec<String> = vec!["s1".into(), "s2".into(), "s3".into()];
     let ok = a
         .send("bob", "hop 4", &SendOptions { via: chain.clone() })
@@ -196,8 +238,20 @@ fn rate_limit_per_pair() {
         ..Default::default()
     })
     .unwrap();
-    let b = open(&r.path, "ses_b", "bob", &r.path.parent().unwrap().join("pb"), "accept");
-    let _c = open(&r.path, "ses_c", "carol", &r.path.parent().unwrap().join("pc"), "accept");
+    let b = open(
+        &r.path,
+        "ses_b",
+        "bob",
+        &r.path.parent().unwrap().join("pb"),
+        "accept",
+    );
+    let _c = open(
+        &r.path,
+        "ses_c",
+        "carol",
+        &r.path.parent().unwrap().join("pc"),
+        "accept",
+    );
     for i in 0..3 {
         a.send("bob", &format!("m{i}"), &SendOptions::default())
             .unwrap();

@@ -308,7 +308,10 @@ mod tests {
         std::fs::write(&target, b"[1]").unwrap();
         let p = d.path().join("registry.json");
         std::os::unix::fs::symlink(&target, &p).unwrap();
-        assert_eq!(read_array(&p).unwrap_err().code(), crate::ErrorCode::RootInsecure);
+        assert_eq!(
+            read_array(&p).unwrap_err().code(),
+            crate::ErrorCode::RootInsecure
+        );
         // an atomic write replaces the link itself and leaves the target alone
         write_array_atomic(&p, &[serde_json::json!(2)]).unwrap();
         assert_eq!(std::fs::read(&target).unwrap(), b"[1]");
