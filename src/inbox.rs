@@ -49,7 +49,8 @@ pub struct Message {
 impl Message {
     /// Parse one raw inbox record; `None` for a record of another shape.
     pub fn from_value(v: &Value) -> Option<Message> {
-        serde_json::from_value(v.clone()).ok()
+        // Deserialize from the borrowed value: no clone of the record.
+        serde::Deserialize::deserialize(v).ok()
     }
 
     /// The record as JSON, keeping `extra`.

@@ -119,7 +119,8 @@ pub struct PendingSlot {
 impl PendingSlot {
     /// Parse one raw record; `None` for a record of another shape.
     pub fn from_value(v: &Value) -> Option<PendingSlot> {
-        serde_json::from_value(v.clone()).ok()
+        // Deserialize from the borrowed value: no clone of the record.
+        serde::Deserialize::deserialize(v).ok()
     }
 
     /// The record as JSON (`resolved_at` and `verdict` written as `null` when unset).

@@ -48,7 +48,8 @@ impl Registration {
 
     /// Parse one raw record; `None` for a record of another shape.
     pub fn from_value(v: &Value) -> Option<Registration> {
-        serde_json::from_value(v.clone()).ok()
+        // Deserialize from the borrowed value: no clone of the record.
+        serde::Deserialize::deserialize(v).ok()
     }
 
     /// The record as JSON, keeping `extra`.
