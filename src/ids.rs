@@ -188,7 +188,13 @@ mod tests {
 
     #[test]
     fn default_alias_is_valid_and_stable() {
-        for dir in ["/home/u/my project", "/", "/x/.hidden", "/x/répertoire", "/x/c2c"] {
+        for dir in [
+            "/home/u/my project",
+            "/",
+            "/x/.hidden",
+            "/x/répertoire",
+            "/x/c2c",
+        ] {
             let a = default_alias(dir, "ses_1");
             validate_alias(&a).unwrap();
             assert_eq!(a, default_alias(dir, "ses_1"));

@@ -172,7 +172,9 @@ impl Broker {
             let alias = loop {
                 match register(&root, reg.clone(), lock_timeout) {
                     Ok(()) => break reg.alias.clone(),
-                    Err(Error::AliasTaken { suggestion, .. }) if opts.auto_alias && attempts < 64 => {
+                    Err(Error::AliasTaken { suggestion, .. })
+                        if opts.auto_alias && attempts < 64 =>
+                    {
                         attempts += 1;
                         reg.alias = suggestion;
                     }
@@ -276,7 +278,11 @@ impl Broker {
     /// # Errors
     /// As [`Broker::list_peers`].
     pub fn framed_peer_list(&self, own_version: &str) -> Result<String> {
-        let peers: Vec<Peer> = self.list_peers()?.into_iter().filter(|p| !p.is_self).collect();
+        let peers: Vec<Peer> = self
+            .list_peers()?
+            .into_iter()
+            .filter(|p| !p.is_self)
+            .collect();
         let fields: Vec<Vec<(&str, String)>> = peers
             .iter()
             .map(|p| {
@@ -290,7 +296,10 @@ impl Broker {
                 if let Some(v) = &p.plugin_version {
                     f.push(("plugin_version", v.clone()));
                     if p.client_type.as_deref() == Some("opencode") && v != own_version {
-                        f.push(("stale", format!("runs c2c-bridge {v}, this session runs {own_version}")));
+                        f.push((
+                            "stale",
+                            format!("runs c2c-bridge {v}, this session runs {own_version}"),
+                        ));
                     }
                 }
                 f

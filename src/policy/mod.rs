@@ -9,7 +9,10 @@
 //!
 //! - [`guardrail`]: the protected-path guardrail over structured permission input; its
 //!   category enters [`peer_permissions::decide`] as a plain value.
+//! - [`engine`]: the per-instance [`engine::PermissionGate`] that joins the turn index,
+//!   the guardrail and `peerPermissions` over OpenCode's raw JSON, and writes the audit line.
 
+pub mod engine;
 pub mod guardrail;
 pub mod hops;
 pub mod inbound;
