@@ -9,6 +9,7 @@ pub mod admin;
 pub mod broker;
 pub mod envelope;
 pub mod error;
+pub mod policy;
 pub mod types;
 
 use napi_derive::napi;

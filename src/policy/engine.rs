@@ -157,6 +157,17 @@ fn basis_id(b: Basis) -> &'static str {
     }
 }
 
+/// The audit log of the broker root for `directory`: `root` when given, else c2c's
+/// resolution from the process environment. The root is created (0700) and checked like a
+/// broker's. Errors: as [`crate::store::root::BrokerRoot::open`] and
+/// [`crate::store::root::resolve_path`].
+pub fn audit_log_for(root: Option<PathBuf>, directory: &std::path::Path) -> Result<AuditLog> {
+    use crate::store::root::{resolve_path, BrokerRoot, RootEnv};
+    let (path, source) = resolve_path(root.as_deref(), &RootEnv::from_process(), directory)?;
+    let root = BrokerRoot::open(&path, source)?;
+    Ok(AuditLog::new(root.log()))
+}
+
 impl From<super::InvalidSetting> for Error {
     fn from(e: super::InvalidSetting) -> Error {
         Error::InvalidOption {

@@ -1,5 +1,6 @@
 //! Local policy decisions: pure functions over typed facts. No I/O (except the one clearly
-//! marked helper in [`inbound`]), no napi, and never any message text as an input.
+//! marked helper in [`inbound`], and the audit line [`engine`] appends), no napi, and never
+//! any message text as an input.
 //!
 //! - [`peer_permissions`]: whether a permission request of a peer-triggered turn is answered
 //!   `once`, `reject`, or left to OpenCode's prompt; the "answered once" tracker.
