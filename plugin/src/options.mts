@@ -11,6 +11,11 @@ export interface BridgeOptions {
   brokerRoot?: string;
   /** Maximum message size, bytes of UTF-8. Default 16384. */
   maxMessageBytes?: number;
+  /**
+   * `peerPermissions` as written (`allow` | `ask` | `deny`); validated, and overridden by
+   * `C2C_BRIDGE_PEER_PERMISSIONS`, in Rust (`PermissionGate`). Default `allow`.
+   */
+  peerPermissions?: string;
   /** Fallback delivery check interval, milliseconds (for when `session.idle` never comes). Default 2000. */
   fallbackIntervalMs: number;
   /** First retry delay after a failed injection, milliseconds (doubles up to 30 s). Default 500. */
@@ -36,6 +41,7 @@ export function readOptions(raw: Record<string, unknown> | undefined, env: NodeJ
     alias: str(env.C2C_BRIDGE_ALIAS) ?? str(o.alias),
     brokerRoot: str(env.C2C_MCP_BROKER_ROOT) ?? str(o.brokerRoot),
     maxMessageBytes: num(env.C2C_BRIDGE_MAX_MESSAGE_BYTES) ?? num(o.maxMessageBytes),
+    peerPermissions: typeof o.peerPermissions === "string" ? o.peerPermissions : undefined,
     fallbackIntervalMs: num(o.fallbackIntervalMs) ?? 2000,
     retryBaseMs: num(o.retryBaseMs) ?? 500,
   };
