@@ -63,6 +63,8 @@ function fakeClient(server = { messages: [], sessions: {} }) {
 
 const replies = (calls) => calls.filter((c) => c[0] === 'postSessionIdPermissionsPermissionId' || c[0] === '_client.post');
 
+// Real epoch-ms times (past 2^31: they cross napi as floats).
+const T = 1_795_998_702_000;
 const ev = (type, properties) => ({ type, properties });
 const user = (id, sid, created) => ({ id, sessionID: sid, role: 'user', time: { created } });
 const asst = (id, sid, parent, created) => ({ id, sessionID: sid, role: 'assistant', parentID: parent, time: { created } });
@@ -79,10 +81,10 @@ const toolPart = (mid, sid, call, input) => ({
 function turnEvents(sid, { peer, command = 'touch peer-made.txt' }) {
   return [
     ev('session.created', { info: { id: sid } }),
-    ev('message.updated', { info: user('msg_u', sid, 1000) }),
+    ev('message.updated', { info: user('msg_u', sid, T + 1000) }),
     ev('message.part.updated', { part: textPart('msg_u', sid, peer) }),
     ev('session.status', { sessionID: sid, status: { type: 'busy' } }),
-    ev('message.updated', { info: asst('msg_a', sid, 'msg_u', 1002) }),
+    ev('message.updated', { info: asst('msg_a', sid, 'msg_u', T + 1002) }),
     ev('message.part.updated', { part: toolPart('msg_a', sid, 'call_1', { command }) }),
   ];
 }
@@ -198,8 +200,8 @@ describe('PermissionHandler with the Rust gate', () => {
     const sid = 'ses_1';
     const server = {
       messages: [
-        { info: user('msg_u', sid, 1000), parts: [textPart('msg_u', sid, true)] },
-        { info: asst('msg_a', sid, 'msg_u', 1002), parts: [toolPart('msg_a', sid, 'call_1', { command: 'touch peer-made.txt' })] },
+        { info: user('msg_u', sid, T + 1000), parts: [textPart('msg_u', sid, true)] },
+        { info: asst('msg_a', sid, 'msg_u', T + 1002), parts: [toolPart('msg_a', sid, 'call_1', { command: 'touch peer-made.txt' })] },
       ],
       sessions: { [sid]: { id: sid } },
     };

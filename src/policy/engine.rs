@@ -229,6 +229,16 @@ fn s<'a>(v: &'a Value, key: &str) -> Option<&'a str> {
     v.get(key).and_then(Value::as_str).filter(|s| !s.is_empty())
 }
 
+/// An epoch-ms time. JS numbers past 2^31 cross napi as `f64`, so both forms are accepted.
+fn ms(v: Option<&Value>) -> Option<EpochMs> {
+    let v = v?;
+    v.as_i64().or_else(|| {
+        v.as_f64()
+            .filter(|f| f.is_finite() && f.abs() < 9.0e15)
+            .map(|f| f as EpochMs)
+    })
+}
+
 fn strings(v: Option<&Value>) -> Vec<String> {
     v.and_then(Value::as_array)
         .map(|a| {
@@ -410,7 +420,7 @@ impl PermissionGate {
             _ => return,
         };
         let time = info.get("time").unwrap_or(&Value::Null);
-        let Some(created_ms) = time.get("created").and_then(Value::as_i64) else {
+        let Some(created_ms) = ms(time.get("created")) else {
             return;
         };
         self.index.observe_message(MessageInfo {
@@ -419,7 +429,7 @@ impl PermissionGate {
             role,
             parent_id: s(info, "parentID").map(str::to_string),
             created_ms,
-            completed_ms: time.get("completed").and_then(Value::as_i64),
+            completed_ms: ms(time.get("completed")),
             finish: s(info, "finish").map(str::to_string),
             error: info.get("error").is_some_and(|e| !e.is_null()),
             // A user message's `summary` is an object ({diffs}); only `true` marks a

@@ -622,3 +622,41 @@ fn compaction_summary_flag_is_a_boolean_only() {
     );
     assert_eq!(d.action, Action::Once);
 }
+
+#[test]
+fn times_as_floats_are_read() {
+    // napi hands JS numbers past 2^31 (every epoch-ms time) to Rust as f64.
+    let mut f = fixture("allow");
+    let g = &mut f.gate;
+    let sid = "ses_1";
+    let t = 1_795_998_702_932.0_f64;
+    g.observe(&session_created(sid, None), 10);
+    g.observe(
+        &msg_updated(
+            json!({"id": "msg_u", "sessionID": sid, "role": "user", "time": {"created": t}}),
+        ),
+        1,
+    );
+    g.observe(
+        &part_updated(text_part("msg_u", sid, Some(("c2c_1", "bob")))),
+        1,
+    );
+    g.observe(
+        &msg_updated(json!({"id": "msg_a", "sessionID": sid, "role": "assistant",
+        "parentID": "msg_u", "time": {"created": t + 2.0}})),
+        1,
+    );
+    g.observe(
+        &part_updated(tool_part(
+            "msg_a",
+            sid,
+            "call_1",
+            json!({"command": "touch x"}),
+        )),
+        1,
+    );
+    let d = decide(g, PermissionEventKind::Asked, "per_1", sid, "touch x");
+    assert_eq!(d.action, Action::Once, "{d:?}");
+    assert_eq!(ms(Some(&json!(f64::NAN))), None);
+    assert_eq!(ms(Some(&json!("12"))), None);
+}
