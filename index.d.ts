@@ -196,6 +196,42 @@ export declare class Broker {
 }
 export type JsBroker = Broker
 
+/**
+ * One plugin instance's permission gate: feed it every OpenCode event, ask it about each
+ * permission request. It never answers `always`.
+ */
+export declare class PermissionGate {
+  /**
+   * Errors: `E_INVALID_OPTION` for a bad `peerPermissions` / `C2C_BRIDGE_PEER_PERMISSIONS`.
+   * A broker root that cannot be opened does not fail: see `auditError`.
+   */
+  constructor(options: GateOptions)
+  /** The effective `peerPermissions` mode: `allow`, `ask` or `deny`. */
+  get mode(): 'allow' | 'ask' | 'deny'
+  /** Where the mode came from: `default`, `option` or `env`. */
+  get modeSource(): string
+  /** The `broker.log` receiving decision lines, or null. */
+  get auditPath(): string | null
+  /** Why there is no audit log, or null. */
+  get auditError(): string | null
+  /** Feed one OpenCode event `{type, properties}` (every event; unknown ones are ignored). */
+  observe(event: { type: string; properties?: unknown }): void
+  /**
+   * Decide a `permission.asked` (`kind = "asked"`) or `permission.v2.asked` (`"v2"`)
+   * payload (`event.properties`), with the tool call's raw arguments if known.
+   * Errors: `E_INVALID_ARG` for another `kind`.
+   */
+  decide(kind: 'asked' | 'v2', request: object, toolInput?: object | null): PermissionDecision
+  /** Answer a `need-message` step with the fetched `{info, parts}`. */
+  feedMessage(message: { info: object; parts: object[] }): void
+  /**
+   * Answer a `need-session` step with the fetched session info (or null) and all its
+   * messages (`[{info, parts}]`, or null when they could not be fetched).
+   */
+  feedSession(session: object | null, messages: object[] | null): void
+}
+export type JsPermissionGate = PermissionGate
+
 /** Result of `ack`. */
 export interface AckReport {
   /** Ids moved to the archive by this call. */
@@ -310,6 +346,28 @@ export interface FrameMessageInput {
 
 /** Frame a short notice about a peer event; field values are escaped. */
 export declare function frameNotice(summary: string, fields?: Array<FrameField> | undefined | null): string
+
+/** Options of `new PermissionGate(options)`. */
+export interface GateOptions {
+  /**
+   * `allow` (default), `ask` or `deny`. The environment variable
+   * `C2C_BRIDGE_PEER_PERMISSIONS` overrides it. Any other value: `E_INVALID_OPTION`.
+   */
+  peerPermissions?: string
+  /** The instance directory (tools' cwd), absolute. */
+  directory: string
+  /** The worktree root (base of edit/write `patterns`). Default: `directory`. */
+  worktree?: string
+  /** `$HOME`. Default: the process's `HOME`. */
+  home?: string
+  /**
+   * Broker root whose `broker.log` receives `permission_decision` lines. Default: c2c's
+   * resolution (`C2C_MCP_BROKER_ROOT`, `C2C_STATE_HOME`, `XDG_STATE_HOME`, `HOME`).
+   */
+  brokerRoot?: string
+  /** When the plugin instance started, epoch milliseconds. Default: now. */
+  startedAtMs?: number
+}
 
 /** Result of `gateInbox`. */
 export interface GateResult {
@@ -506,6 +564,34 @@ export interface PermissionAdvisoryInfo {
    * supervisors; false when the check could not be made (show it marked unverified).
    */
   verified: boolean
+}
+
+/** The answer of `decide`. */
+export interface PermissionDecision {
+  /** What to do next. */
+  action: 'once' | 'reject' | 'leave' | 'need-message' | 'need-session' | 'duplicate'
+  /**
+   * Why (`local-turn`, `peer-turn/allow`, `peer-turn/ask`, `peer-turn/deny`,
+   * `peer-turn/allow/guardrail`, `peer-turn/allow/tool-args-unavailable`, `already-decided`,
+   * `malformed-request`), or what is missing for `need-*`.
+   */
+  reason: string
+  /** The request id. */
+  requestId: string
+  /** Final: the request's session. `need-*`: the session to fetch (from). */
+  sessionId: string
+  /** Final: the tool's message. `need-message`: the message to fetch. */
+  messageId?: string
+  /** The guardrail category that tripped, e.g. `credentials`. */
+  category?: string
+  /** The guardrail's explanation. */
+  guardrailReason?: string
+  /** The c2c message id of the peer message that started the turn. */
+  peerMessageId?: string
+  /** Its sender alias (peer-controlled). */
+  from?: string
+  /** Why the provenance walk ended there (`user-turn`, `peer-turn`, `missing`, ...). */
+  basis?: string
 }
 
 /** A recognised `permission:<id>:<verdict>` message body. */

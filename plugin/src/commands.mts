@@ -27,12 +27,6 @@ function codeOf(err: unknown): string {
   return `${e.code ?? "E_UNKNOWN"}: ${e.message ?? String(err)}`;
 }
 
-/** Text for `/peers`. `modes` lists the active policy modes as `name: value` lines. */
-export function peersText(broker: Broker, version: string, modes: Array<[string, string]>): string {
-  const modeLines = modes.map(([k, v]) => `- ${k}: ${v}`).join("\n");
-  return `${broker.framedPeerList(version)}\nActive c2c-bridge modes for this session (alias ${broker.alias}):\n${modeLines}\nShow the peer list and the modes to the user as they are.`;
-}
-
 /** Text for `/peers-inbox <args>`: performs the action, then lists what is still held. */
 export function peersInboxText(broker: Broker, args: string): string {
   const [verb = "list", which = ""] = args.trim().split(/\s+/).filter(Boolean);

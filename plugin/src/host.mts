@@ -23,6 +23,8 @@ export interface HostClient {
       body: { parts: InjectTextPart[]; noReply?: boolean; messageID?: string };
     }): Promise<{ error?: unknown; response?: { status: number } }>;
     messages(options: { path: { id: string } }): Promise<{ data?: HostMessageWithParts[]; error?: unknown }>;
+    /** One message with its parts (`GET /session/:id/message/:messageID`). */
+    message?(options: { path: { id: string; messageID: string } }): Promise<{ data?: HostMessageWithParts; error?: unknown }>;
     get(options: { path: { id: string } }): Promise<{ data?: HostSession; error?: unknown }>;
     status?(options?: object): Promise<{ data?: Record<string, { type: string }>; error?: unknown }>;
   };
@@ -39,6 +41,19 @@ export interface HostClient {
     path: { id: string; permissionID: string };
     body: { response: "once" | "always" | "reject" };
   }): Promise<{ error?: unknown }>;
+  /**
+   * The SDK's underlying HTTP client (hey-api), bound to the instance directory and the
+   * in-process fetch. Used only by the reply capability for the v2 permission endpoint,
+   * which the v1 SDK has no method for.
+   */
+  _client?: {
+    post(options: {
+      url: string;
+      path?: Record<string, string>;
+      body?: unknown;
+      headers?: Record<string, string>;
+    }): Promise<{ data?: unknown; error?: unknown; response?: { status: number } }>;
+  };
 }
 
 /** `input` of the plugin function. */

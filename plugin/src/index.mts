@@ -3,7 +3,8 @@
  *
  * Loaded by OpenCode 1.18.33 from the package's `exports["./server"]`. Per plugin instance
  * (one per project directory; a process may hold several) it registers root sessions with
- * the broker, delivers peer messages when a session is idle, and offers `peer_list`,
+ * the broker, delivers peer messages when a session is idle, answers permission requests of
+ * peer-triggered turns as the Rust gate decides (`peerPermissions`), and offers `peer_list`,
  * `peer_send` and `/peers`. Nothing is global.
  */
 import { readFileSync } from "node:fs";
@@ -13,10 +14,13 @@ import { Delivery } from "./delivery.mjs";
 import type { HostEvent, HostSession, PluginHooks, PluginInput } from "./host.mjs";
 import { makeInject } from "./inject.mjs";
 import { createLogger, safe } from "./log.mjs";
+import { describeModes, type Modes } from "./modes.mjs";
 import { readOptions } from "./options.mjs";
+import { PermissionHandler, permissionKind, type Gate } from "./permissions/handler.mjs";
+import { makeReply } from "./permissions/reply.mjs";
 import { Sessions } from "./sessions.mjs";
 import { makeTools } from "./tools.mjs";
-import { peersInboxText, peersText, registerCommands } from "./commands.mjs";
+import { peersInboxText, registerCommands } from "./commands.mjs";
 
 const PLUGIN_ID = "c2c-bridge";
 
@@ -47,6 +51,7 @@ async function server(input: PluginInput, rawOptions?: Record<string, unknown>):
   const client = input.client;
   const options = readOptions(rawOptions, process.env);
   const version = packageVersion();
+  const startedAtMs = Date.now();
 
   const delivery: { current?: Delivery } = {};
   const sessions = new Sessions(addon, client, input.directory, options, logger, version, (sid, broker) => {
@@ -111,7 +116,54 @@ async function server(input: PluginInput, rawOptions?: Record<string, unknown>):
     }
   }
 
+  // The permission gate (Rust) and the handler that carries its decisions out. If the gate
+  // cannot be built (e.g. a misspelt peerPermissions), permission handling is off: no request
+  // is answered, so OpenCode prompts for every one. Messaging keeps working.
+  const modes: Modes = {};
+  let gate: InstanceType<typeof addon.PermissionGate> | undefined;
+  try {
+    gate = new addon.PermissionGate({
+      peerPermissions: options.peerPermissions,
+      directory: input.directory,
+      worktree: input.worktree || input.directory,
+      brokerRoot: options.brokerRoot,
+      startedAtMs,
+    });
+    modes.peerPermissions = gate.mode;
+    modes.peerPermissionsSource = gate.modeSource;
+    if (gate.auditError) logger.log("warn", `permission decisions are not audited: ${gate.auditError}`);
+  } catch (err) {
+    const e = err as { code?: string; message?: string };
+    modes.permissionsDisabled = `${e.code ?? "E_UNKNOWN"}: ${e.message ?? String(err)}`;
+    logger.log("error", `permission handling is off, every request goes to OpenCode's prompt: ${modes.permissionsDisabled}`);
+  }
+  const permissions = gate
+    ? new PermissionHandler({
+        gate: gate as Gate,
+        client,
+        reply: makeReply(client, input.serverUrl, input.directory),
+        async owns(sid) {
+          return (await sessions.brokerFor(sid)) !== undefined;
+        },
+        log: (level, message) => logger.log(level, message),
+      })
+    : undefined;
+
   const onEvent = async (event: HostEvent) => {
+    // Every event goes to the gate first (synchronous, in order), so its turn index has seen
+    // everything OpenCode published before a permission request arrives.
+    if (gate) {
+      try {
+        gate.observe(event);
+      } catch (err) {
+        logger.log("warn", `gate.observe(${event.type}): ${(err as Error).message}`);
+      }
+    }
+    if (permissions && permissionKind(event.type)) {
+      // Not awaited: fetches for the need-* steps must not hold up the event hook.
+      void permissions.handle(event);
+      return;
+    }
     const p = event.properties ?? {};
     switch (event.type) {
       case "session.created": {
@@ -165,8 +217,9 @@ async function server(input: PluginInput, rawOptions?: Record<string, unknown>):
       if (cmd.command !== "peers" && cmd.command !== "peers-inbox") return;
       const broker = await sessions.brokerFor(cmd.sessionID);
       let text: string;
-      if (!broker) text = "c2c-bridge: this session is not registered with the broker. Tell the user.";
-      else if (cmd.command === "peers") text = peersText(broker, version, [["inbound", broker.inboundMode]]);
+      if (!broker) text = `c2c-bridge: this session is not registered with the broker.\n${describeModes(modes)}\nTell the user.`;
+      else if (cmd.command === "peers")
+        text = `${broker.framedPeerList(version)}\n${describeModes({ ...modes, inbound: broker.inboundMode })}\nShow this list and the modes to the user as they are.`;
       else text = peersInboxText(broker, cmd.arguments ?? "");
       output.parts.splice(0, output.parts.length, { type: "text", text });
     }),

@@ -21,6 +21,11 @@ export interface BridgeOptions {
   rateBurst?: number;
   /** Seconds over which the rate-limit burst refills. Default 60. */
   rateWindowSecs?: number;
+  /**
+   * `peerPermissions` as written (`allow` | `ask` | `deny`); validated, and overridden by
+   * `C2C_BRIDGE_PEER_PERMISSIONS`, in Rust (`PermissionGate`). Default `allow`.
+   */
+  peerPermissions?: string;
   /** Fallback delivery check interval, milliseconds (for when `session.idle` never comes). Default 2000. */
   fallbackIntervalMs: number;
   /** First retry delay after a failed injection, milliseconds (doubles up to 30 s). Default 500. */
@@ -51,6 +56,7 @@ export function readOptions(raw: Record<string, unknown> | undefined, env: NodeJ
     heldTtlSecs: num(o.heldTtlSecs),
     rateBurst: num(o.rateBurst),
     rateWindowSecs: num(o.rateWindowSecs),
+    peerPermissions: typeof o.peerPermissions === "string" ? o.peerPermissions : undefined,
     fallbackIntervalMs: num(o.fallbackIntervalMs) ?? 2000,
     retryBaseMs: num(o.retryBaseMs) ?? 500,
   };

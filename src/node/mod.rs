@@ -9,6 +9,7 @@ pub mod admin;
 pub mod broker;
 pub mod envelope;
 pub mod error;
+pub mod policy;
 pub mod types;
 pub mod verdict;
 

@@ -1,5 +1,6 @@
 //! Local policy decisions: pure functions over typed facts. No I/O (except the one clearly
-//! marked helper in [`inbound`]), no napi, and never any message text as an input.
+//! marked helper in [`inbound`], and the audit line [`engine`] appends), no napi, and never
+//! any message text as an input.
 //!
 //! - [`peer_permissions`]: whether a permission request of a peer-triggered turn is answered
 //!   `once`, `reject`, or left to OpenCode's prompt; the "answered once" tracker.
@@ -9,7 +10,10 @@
 //!
 //! - [`guardrail`]: the protected-path guardrail over structured permission input; its
 //!   category enters [`peer_permissions::decide`] as a plain value.
+//! - [`engine`]: the per-instance [`engine::PermissionGate`] that joins the turn index,
+//!   the guardrail and `peerPermissions` over OpenCode's raw JSON, and writes the audit line.
 
+pub mod engine;
 pub mod guardrail;
 pub mod hops;
 pub mod inbound;

@@ -223,6 +223,11 @@ impl AnsweredSet {
         true
     }
 
+    /// Whether `request_id` was recorded (without recording it).
+    pub fn contains(&self, request_id: &str) -> bool {
+        self.set.contains(request_id)
+    }
+
     /// Number of ids remembered.
     pub fn len(&self) -> usize {
         self.set.len()

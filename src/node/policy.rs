@@ -1,0 +1,233 @@
+//! The `PermissionGate` class: a thin wrapper over [`crate::policy::engine::PermissionGate`].
+//! JS objects (events, permission requests, messages) cross as `serde_json::Value`.
+
+use std::path::PathBuf;
+
+use napi_derive::napi;
+use serde_json::Value;
+
+use super::error::{invalid_arg, to_js, JsCode};
+use crate::policy::engine::{self, GateConfig, GateDecision};
+use crate::policy::peer_permissions::{PermissionEventKind, ENV_PEER_PERMISSIONS};
+use crate::provenance::Limits;
+use napi::Result;
+
+/// Options of `new PermissionGate(options)`.
+#[napi(object)]
+#[derive(Debug, Clone, Default)]
+pub struct GateOptions {
+    /// `allow` (default), `ask` or `deny`. The environment variable
+    /// `C2C_BRIDGE_PEER_PERMISSIONS` overrides it. Any other value: `E_INVALID_OPTION`.
+    pub peer_permissions: Option<String>,
+    /// The instance directory (tools' cwd), absolute.
+    pub directory: String,
+    /// The worktree root (base of edit/write `patterns`). Default: `directory`.
+    pub worktree: Option<String>,
+    /// `$HOME`. Default: the process's `HOME`.
+    pub home: Option<String>,
+    /// Broker root whose `broker.log` receives `permission_decision` lines. Default: c2c's
+    /// resolution (`C2C_MCP_BROKER_ROOT`, `C2C_STATE_HOME`, `XDG_STATE_HOME`, `HOME`).
+    pub broker_root: Option<String>,
+    /// When the plugin instance started, epoch milliseconds. Default: now.
+    pub started_at_ms: Option<f64>,
+}
+
+/// The answer of `decide`.
+#[napi(object)]
+#[derive(Debug, Clone)]
+pub struct PermissionDecision {
+    /// What to do next.
+    #[napi(
+        ts_type = "'once' | 'reject' | 'leave' | 'need-message' | 'need-session' | 'duplicate'"
+    )]
+    pub action: String,
+    /// Why (`local-turn`, `peer-turn/allow`, `peer-turn/ask`, `peer-turn/deny`,
+    /// `peer-turn/allow/guardrail`, `peer-turn/allow/tool-args-unavailable`, `already-decided`,
+    /// `malformed-request`), or what is missing for `need-*`.
+    pub reason: String,
+    /// The request id.
+    pub request_id: String,
+    /// Final: the request's session. `need-*`: the session to fetch (from).
+    pub session_id: String,
+    /// Final: the tool's message. `need-message`: the message to fetch.
+    pub message_id: Option<String>,
+    /// The guardrail category that tripped, e.g. `credentials`.
+    pub category: Option<String>,
+    /// The guardrail's explanation.
+    pub guardrail_reason: Option<String>,
+    /// The c2c message id of the peer message that started the turn.
+    pub peer_message_id: Option<String>,
+    /// Its sender alias (peer-controlled).
+    pub from: Option<String>,
+    /// Why the provenance walk ended there (`user-turn`, `peer-turn`, `missing`, ...).
+    pub basis: Option<String>,
+}
+
+impl From<GateDecision> for PermissionDecision {
+    fn from(d: GateDecision) -> Self {
+        PermissionDecision {
+            action: d.action.as_str().to_string(),
+            reason: d.reason,
+            request_id: d.request_id,
+            session_id: d.session_id,
+            message_id: d.message_id,
+            category: d.category.map(str::to_string),
+            guardrail_reason: d.guardrail_reason,
+            peer_message_id: d.peer_message_id,
+            from: d.from,
+            basis: d.basis.map(str::to_string),
+        }
+    }
+}
+
+fn now_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_millis() as i64)
+        .unwrap_or(0)
+}
+
+/// One plugin instance's permission gate: feed it every OpenCode event, ask it about each
+/// permission request. It never answers `always`.
+#[napi(js_name = "PermissionGate")]
+pub struct JsPermissionGate {
+    inner: engine::PermissionGate,
+    audit_path: Option<String>,
+    audit_error: Option<String>,
+}
+
+#[napi]
+impl JsPermissionGate {
+    /// Errors: `E_INVALID_OPTION` for a bad `peerPermissions` / `C2C_BRIDGE_PEER_PERMISSIONS`.
+    /// A broker root that cannot be opened does not fail: see `auditError`.
+    #[napi(constructor, catch_unwind)]
+    pub fn new(options: GateOptions) -> Result<Self, JsCode> {
+        let directory = PathBuf::from(&options.directory);
+        let (audit, audit_error) = match engine::audit_log_for(
+            options.broker_root.as_deref().map(PathBuf::from),
+            &directory,
+        ) {
+            Ok(log) => (Some(log), None),
+            Err(e) => (None, Some(e.to_string())),
+        };
+        let home = options
+            .home
+            .or_else(|| std::env::var("HOME").ok())
+            .unwrap_or_else(|| "/".to_string());
+        let started = options
+            .started_at_ms
+            .map(|ms| ms as i64)
+            .unwrap_or_else(now_ms);
+        let audit_path = audit
+            .as_ref()
+            .map(|a| a.path().to_string_lossy().into_owned());
+        let inner = engine::PermissionGate::new(GateConfig {
+            peer_permissions: options.peer_permissions,
+            env_peer_permissions: std::env::var(ENV_PEER_PERMISSIONS).ok(),
+            worktree: options
+                .worktree
+                .map(PathBuf::from)
+                .unwrap_or_else(|| directory.clone()),
+            directory,
+            home: PathBuf::from(home),
+            audit,
+            limits: Limits {
+                instance_started_ms: Some(started),
+                ..Limits::default()
+            },
+        })
+        .map_err(to_js)?;
+        Ok(JsPermissionGate {
+            inner,
+            audit_path,
+            audit_error,
+        })
+    }
+
+    /// The effective `peerPermissions` mode: `allow`, `ask` or `deny`.
+    #[napi(getter, catch_unwind, ts_return_type = "'allow' | 'ask' | 'deny'")]
+    pub fn mode(&self) -> String {
+        self.inner.mode().as_str().to_string()
+    }
+
+    /// Where the mode came from: `default`, `option` or `env`.
+    #[napi(getter, catch_unwind)]
+    pub fn mode_source(&self) -> String {
+        use crate::policy::SettingSource::*;
+        match self.inner.mode_source() {
+            Default => "default",
+            Option => "option",
+            Env => "env",
+        }
+        .to_string()
+    }
+
+    /// The `broker.log` receiving decision lines, or null.
+    #[napi(getter, catch_unwind)]
+    pub fn audit_path(&self) -> Option<String> {
+        self.audit_path.clone()
+    }
+
+    /// Why there is no audit log, or null.
+    #[napi(getter, catch_unwind)]
+    pub fn audit_error(&self) -> Option<String> {
+        self.audit_error.clone()
+    }
+
+    /// Feed one OpenCode event `{type, properties}` (every event; unknown ones are ignored).
+    #[napi(
+        catch_unwind,
+        ts_args_type = "event: { type: string; properties?: unknown }"
+    )]
+    pub fn observe(&mut self, event: Value) {
+        self.inner.observe(&event, now_ms());
+    }
+
+    /// Decide a `permission.asked` (`kind = "asked"`) or `permission.v2.asked` (`"v2"`)
+    /// payload (`event.properties`), with the tool call's raw arguments if known.
+    /// Errors: `E_INVALID_ARG` for another `kind`.
+    #[napi(
+        catch_unwind,
+        ts_args_type = "kind: 'asked' | 'v2', request: object, toolInput?: object | null"
+    )]
+    pub fn decide(
+        &mut self,
+        kind: String,
+        request: Value,
+        tool_input: Option<Value>,
+    ) -> Result<PermissionDecision, JsCode> {
+        let kind = match kind.as_str() {
+            "asked" | "permission.asked" => PermissionEventKind::Asked,
+            "v2" | "permission.v2.asked" => PermissionEventKind::V2Asked,
+            other => {
+                return Err(invalid_arg(format!(
+                    "kind must be \"asked\" or \"v2\", not {other:?}"
+                )))
+            }
+        };
+        let tool_input = tool_input.filter(|v| !v.is_null());
+        Ok(self
+            .inner
+            .decide(kind, &request, tool_input.as_ref())
+            .into())
+    }
+
+    /// Answer a `need-message` step with the fetched `{info, parts}`.
+    #[napi(
+        catch_unwind,
+        ts_args_type = "message: { info: object; parts: object[] }"
+    )]
+    pub fn feed_message(&mut self, message: Value) {
+        self.inner.feed_message(&message);
+    }
+
+    /// Answer a `need-session` step with the fetched session info (or null) and all its
+    /// messages (`[{info, parts}]`, or null when they could not be fetched).
+    #[napi(
+        catch_unwind,
+        ts_args_type = "session: object | null, messages: object[] | null"
+    )]
+    pub fn feed_session(&mut self, session: Value, messages: Value) {
+        self.inner.feed_session(&session, &messages);
+    }
+}

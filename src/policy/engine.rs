@@ -1,0 +1,649 @@
+//! The permission gate: one per plugin instance, it turns OpenCode's raw events and
+//! permission requests into one decision per request id.
+//!
+//! The plugin feeds **every** event to [`PermissionGate::observe`] (the turn index needs
+//! messages, parts and session facts in the order OpenCode publishes them), then, for a
+//! `permission.asked` / `permission.v2.asked` of one of its own sessions, calls
+//! [`PermissionGate::decide`] until the answer is final:
+//!
+//! ```text
+//! decide ─► need-message {sessionId, messageId} ─► fetch GET /session/:id/message/:mid ─► feed_message ─┐
+//!        ─► need-session {sessionId}            ─► fetch session + its messages        ─► feed_session ─┤
+//!        ◄──────────────────────────────────────────────────────────────────────────────────────────────┘
+//!        ─► once | reject   (the plugin replies)
+//!        ─► leave           (no reply: OpenCode's prompt decides)
+//!        ─► duplicate       (this request id was decided before: do nothing)
+//! ```
+//!
+//! A fetch that fails is simply not fed: the next `decide` then treats the item as missing,
+//! which resolves towards "local" (no reply). Each item is asked for at most once.
+//!
+//! # Raw tool arguments
+//!
+//! The guardrail reads the tool call's raw arguments (`state.input` of the tool part with the
+//! request's `callID`), e.g. the bash tool's `workdir`, which the permission metadata lacks.
+//! They are taken from, in order: the `tool_input` argument of `decide`, tool parts seen by
+//! `observe` / `feed_message` (OpenCode publishes the running tool part, with its input,
+//! before it asks). If neither has them, `decide` answers `need-message` for the tool's
+//! message once; if they are still unknown the request is left to the prompt: approving a
+//! call whose arguments the guardrail could not read would make the guardrail blind (a bash
+//! `workdir` of `~` turns `touch .bashrc` into a write of `~/.bashrc`). Arguments are needed
+//! only for the one case that can reply `once` (peer-triggered, `allow`).
+//!
+//! # One decision per request
+//!
+//! The request id is recorded when a final decision is made (not while `need-*` steps run),
+//! so two concurrent loops for one repeated event both run, and the second to finish gets
+//! `duplicate`. Each final decision writes exactly one `permission_decision` line to
+//! `broker.log` (see [`PermissionGate::decide`]).
+//!
+//! # Never `always`
+//!
+//! [`Action`] has no variant that replies `always` (see [`super::peer_permissions`]).
+
+use std::collections::{HashMap, VecDeque};
+use std::path::PathBuf;
+
+use serde_json::Value;
+
+use super::guardrail::{self, Category, PathContext, PermissionRequest};
+use super::peer_permissions::{
+    self, AnsweredSet, Decision, LeaveReason, PeerPermissions, PermissionEventKind,
+    PermissionRequestFacts,
+};
+use super::SettingSource;
+use crate::log::{short_hash, AuditLog};
+use crate::provenance::{Basis, EpochMs, Limits, Lookup, MessageInfo, PeerMark, Role, TurnIndex};
+use crate::{fields, Error, Result};
+
+/// How the plugin instance configures its gate.
+#[derive(Debug, Clone)]
+pub struct GateConfig {
+    /// The `peerPermissions` plugin option, if set.
+    pub peer_permissions: Option<String>,
+    /// The value of `C2C_BRIDGE_PEER_PERMISSIONS`, if set (it wins over the option).
+    pub env_peer_permissions: Option<String>,
+    /// The session directory (tools' cwd).
+    pub directory: PathBuf,
+    /// The worktree root (base of edit/write `patterns`).
+    pub worktree: PathBuf,
+    /// `$HOME`.
+    pub home: PathBuf,
+    /// Where `permission_decision` lines go; `None`: nowhere.
+    pub audit: Option<AuditLog>,
+    /// Bounds of the turn index. Set `instance_started_ms` to when the plugin instance
+    /// started (epoch ms).
+    pub limits: Limits,
+}
+
+/// What the plugin does next with a permission request.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Action {
+    /// Reply `"once"`.
+    Once,
+    /// Reply `"reject"`.
+    Reject,
+    /// Send no reply.
+    Leave,
+    /// Fetch `message_id` of `session_id` (with its parts), feed it, ask again.
+    NeedMessage,
+    /// Fetch session `session_id` and all its messages, feed them, ask again.
+    NeedSession,
+    /// Already decided: do nothing.
+    Duplicate,
+}
+
+impl Action {
+    /// The wire form: `once`, `reject`, `leave`, `need-message`, `need-session`, `duplicate`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Action::Once => "once",
+            Action::Reject => "reject",
+            Action::Leave => "leave",
+            Action::NeedMessage => "need-message",
+            Action::NeedSession => "need-session",
+            Action::Duplicate => "duplicate",
+        }
+    }
+}
+
+/// The answer of [`PermissionGate::decide`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GateDecision {
+    /// What to do.
+    pub action: Action,
+    /// Why, in a short machine-friendly phrase (e.g. `local-turn`, `guardrail`,
+    /// `peer-turn/allow`); for `need-*`, what is missing.
+    pub reason: String,
+    /// The request id (`id`).
+    pub request_id: String,
+    /// For final decisions, the request's session; for `need-*`, the session to fetch from.
+    pub session_id: String,
+    /// For final decisions, the tool's message; for `need-message`, the message to fetch.
+    pub message_id: Option<String>,
+    /// The guardrail category that tripped (`credentials`, `agent-instructions`, ...).
+    pub category: Option<&'static str>,
+    /// The guardrail's one-sentence explanation, when it tripped.
+    pub guardrail_reason: Option<String>,
+    /// The c2c message id of the peer message that started the turn.
+    pub peer_message_id: Option<String>,
+    /// The sender alias of that message (peer-controlled: frame before showing a model).
+    pub from: Option<String>,
+    /// Why the provenance walk ended where it did (`user-turn`, `peer-turn`, ...).
+    pub basis: Option<&'static str>,
+}
+
+/// The stable identifier of a guardrail category, as logged and returned.
+pub fn category_id(c: Category) -> &'static str {
+    match c {
+        Category::PermissionConfig => "permission-config",
+        Category::AgentInstructions => "agent-instructions",
+        Category::Credentials => "credentials",
+        Category::ShellStartup => "shell-startup",
+        Category::GitConfig => "git-config",
+        Category::Scheduling => "scheduling",
+        Category::Privilege => "privilege",
+    }
+}
+
+fn basis_id(b: Basis) -> &'static str {
+    match b {
+        Basis::UserTurn => "user-turn",
+        Basis::PeerTurn => "peer-turn",
+        Basis::Compaction => "compaction",
+        Basis::Missing => "missing",
+        Basis::Limit => "limit",
+        Basis::SessionMismatch => "session-mismatch",
+    }
+}
+
+/// The audit log of the broker root for `directory`: `root` when given, else c2c's
+/// resolution from the process environment. The root is created (0700) and checked like a
+/// broker's. Errors: as [`crate::store::root::BrokerRoot::open`] and
+/// [`crate::store::root::resolve_path`].
+pub fn audit_log_for(root: Option<PathBuf>, directory: &std::path::Path) -> Result<AuditLog> {
+    use crate::store::root::{resolve_path, BrokerRoot, RootEnv};
+    let (path, source) = resolve_path(root.as_deref(), &RootEnv::from_process(), directory)?;
+    let root = BrokerRoot::open(&path, source)?;
+    Ok(AuditLog::new(root.log()))
+}
+
+impl From<super::InvalidSetting> for Error {
+    fn from(e: super::InvalidSetting) -> Error {
+        Error::InvalidOption {
+            option: e.setting.to_string(),
+            reason: e.to_string(),
+        }
+    }
+}
+
+/// A bounded map, oldest insertion forgotten first.
+#[derive(Debug, Default)]
+struct BoundedMap {
+    map: HashMap<String, Value>,
+    order: VecDeque<String>,
+}
+
+impl BoundedMap {
+    fn insert(&mut self, key: String, v: Value, cap: usize) {
+        if self.map.insert(key.clone(), v).is_none() {
+            self.order.push_back(key);
+            while self.order.len() > cap.max(1) {
+                if let Some(old) = self.order.pop_front() {
+                    self.map.remove(&old);
+                }
+            }
+        }
+    }
+}
+
+const TOOL_INPUTS_KEPT: usize = 4_096;
+const ARGS_ASKED_KEPT: usize = 4_096;
+
+/// The per-instance permission gate. See the module doc.
+#[derive(Debug)]
+pub struct PermissionGate {
+    index: TurnIndex,
+    answered: AnsweredSet,
+    mode: PeerPermissions,
+    mode_source: SettingSource,
+    paths: PathContext,
+    audit: Option<AuditLog>,
+    /// Raw tool arguments by `messageID \0 callID`.
+    tool_inputs: BoundedMap,
+    /// Request ids for which the tool message was already asked for (arguments).
+    args_asked: AnsweredSet,
+}
+
+/// The fields of a permission request the gate reads.
+struct Request<'a> {
+    id: &'a str,
+    session: &'a str,
+    permission: &'a str,
+    tool_message: Option<&'a str>,
+    call_id: Option<&'a str>,
+    guard: PermissionRequest,
+}
+
+fn s<'a>(v: &'a Value, key: &str) -> Option<&'a str> {
+    v.get(key).and_then(Value::as_str).filter(|s| !s.is_empty())
+}
+
+/// An epoch-ms time. JS numbers past 2^31 cross napi as `f64`, so both forms are accepted.
+fn ms(v: Option<&Value>) -> Option<EpochMs> {
+    let v = v?;
+    v.as_i64().or_else(|| {
+        v.as_f64()
+            .filter(|f| f.is_finite() && f.abs() < 9.0e15)
+            .map(|f| f as EpochMs)
+    })
+}
+
+fn strings(v: Option<&Value>) -> Vec<String> {
+    v.and_then(Value::as_array)
+        .map(|a| {
+            a.iter()
+                .filter_map(Value::as_str)
+                .map(str::to_string)
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+fn parse_request(kind: PermissionEventKind, r: &Value) -> Option<Request<'_>> {
+    let id = s(r, "id")?;
+    let session = s(r, "sessionID")?;
+    let meta = r.get("metadata").unwrap_or(&Value::Null);
+    let (permission, tool, patterns, resources) = match kind {
+        PermissionEventKind::Asked => (
+            s(r, "permission").unwrap_or(""),
+            r.get("tool"),
+            strings(r.get("patterns")),
+            Vec::new(),
+        ),
+        PermissionEventKind::V2Asked => (
+            s(r, "action").unwrap_or(""),
+            r.get("source"),
+            Vec::new(),
+            strings(r.get("resources")),
+        ),
+    };
+    let tool = tool.unwrap_or(&Value::Null);
+    Some(Request {
+        id,
+        session,
+        permission,
+        tool_message: s(tool, "messageID"),
+        call_id: s(tool, "callID"),
+        guard: PermissionRequest {
+            permission: permission.to_string(),
+            command: s(meta, "command").map(str::to_string),
+            filepath: s(meta, "filepath").map(str::to_string),
+            patterns,
+            resources,
+            args: Value::Null,
+        },
+    })
+}
+
+fn tool_key(message_id: &str, call_id: &str) -> String {
+    format!("{message_id}\u{0}{call_id}")
+}
+
+impl PermissionGate {
+    /// Build a gate. Errors: [`Error::InvalidOption`] (`E_INVALID_OPTION`) when
+    /// `peerPermissions` or `C2C_BRIDGE_PEER_PERMISSIONS` is not `allow`, `ask` or `deny`.
+    pub fn new(config: GateConfig) -> Result<PermissionGate> {
+        let (mode, mode_source) = PeerPermissions::resolve(
+            config.peer_permissions.as_deref(),
+            config.env_peer_permissions.as_deref(),
+        )?;
+        Ok(PermissionGate {
+            index: TurnIndex::new(config.limits),
+            answered: AnsweredSet::default(),
+            mode,
+            mode_source,
+            paths: PathContext {
+                cwd: config.directory,
+                worktree: config.worktree,
+                home: config.home,
+            },
+            audit: config.audit,
+            tool_inputs: BoundedMap::default(),
+            args_asked: AnsweredSet::new(ARGS_ASKED_KEPT),
+        })
+    }
+
+    /// The effective `peerPermissions` mode.
+    pub fn mode(&self) -> PeerPermissions {
+        self.mode
+    }
+
+    /// Where the mode came from.
+    pub fn mode_source(&self) -> SettingSource {
+        self.mode_source
+    }
+
+    /// The turn index (for tests and benchmarks).
+    pub fn index(&self) -> &TurnIndex {
+        &self.index
+    }
+
+    /// Feed one raw OpenCode event `{type, properties}`, stamped `now_ms` (epoch ms) on
+    /// receipt. Unknown types and malformed payloads are ignored.
+    pub fn observe(&mut self, event: &Value, now_ms: EpochMs) {
+        let p = event.get("properties").unwrap_or(&Value::Null);
+        match event.get("type").and_then(Value::as_str).unwrap_or("") {
+            "message.updated" => {
+                if let Some(info) = p.get("info") {
+                    self.observe_info(info);
+                }
+            }
+            "message.part.updated" => {
+                if let Some(part) = p.get("part") {
+                    self.observe_part(part);
+                }
+            }
+            "session.created" => {
+                if let Some(info) = p.get("info") {
+                    if let Some(id) = s(info, "id") {
+                        self.index.observe_session_created(id, s(info, "parentID"));
+                    }
+                }
+            }
+            "session.updated" => {
+                if let Some(info) = p.get("info") {
+                    if let Some(id) = s(info, "id") {
+                        self.index.observe_session(id, s(info, "parentID"));
+                    }
+                }
+            }
+            "session.status" => {
+                if let Some(sid) = s(p, "sessionID") {
+                    let ty = p.get("status").and_then(|st| s(st, "type")).unwrap_or("");
+                    if !ty.is_empty() {
+                        self.index
+                            .observe_status(sid, ty == "busy" || ty == "retry", now_ms);
+                    }
+                }
+            }
+            "session.idle" => {
+                if let Some(sid) = s(p, "sessionID") {
+                    self.index.observe_status(sid, false, now_ms);
+                }
+            }
+            "session.deleted" => {
+                if let Some(id) = p.get("info").and_then(|i| s(i, "id")) {
+                    self.index.forget_session(id);
+                }
+            }
+            _ => {}
+        }
+    }
+
+    /// Feed one fetched message `{info, parts}` (`GET /session/:id/message/:mid`), answering
+    /// a `need-message` step.
+    pub fn feed_message(&mut self, message: &Value) {
+        if let Some(info) = message.get("info") {
+            self.observe_info(info);
+        }
+        if let Some(parts) = message.get("parts").and_then(Value::as_array) {
+            for part in parts {
+                self.observe_part(part);
+            }
+        }
+    }
+
+    /// Feed a fetched session (`GET /session/:id`) and all its messages
+    /// (`GET /session/:id/message`), answering a `need-session` step. The session's history
+    /// then counts as complete. A `null` session (fetch failed) feeds nothing.
+    pub fn feed_session(&mut self, session: &Value, messages: &Value) {
+        let Some(id) = s(session, "id") else {
+            return;
+        };
+        self.index.observe_session(id, s(session, "parentID"));
+        if let Some(list) = messages.as_array() {
+            for m in list {
+                self.feed_message(m);
+            }
+            self.index.mark_history_complete(id);
+        }
+    }
+
+    fn observe_info(&mut self, info: &Value) {
+        let (Some(id), Some(session)) = (s(info, "id"), s(info, "sessionID")) else {
+            return;
+        };
+        let role = match s(info, "role") {
+            Some("user") => Role::User,
+            Some("assistant") => Role::Assistant,
+            _ => return,
+        };
+        let time = info.get("time").unwrap_or(&Value::Null);
+        let Some(created_ms) = ms(time.get("created")) else {
+            return;
+        };
+        self.index.observe_message(MessageInfo {
+            id: id.to_string(),
+            session_id: session.to_string(),
+            role,
+            parent_id: s(info, "parentID").map(str::to_string),
+            created_ms,
+            completed_ms: ms(time.get("completed")),
+            finish: s(info, "finish").map(str::to_string),
+            error: info.get("error").is_some_and(|e| !e.is_null()),
+            // A user message's `summary` is an object ({diffs}); only `true` marks a
+            // compaction summary.
+            summary: info.get("summary") == Some(&Value::Bool(true)),
+        });
+    }
+
+    fn observe_part(&mut self, part: &Value) {
+        let (Some(message), Some(session)) = (s(part, "messageID"), s(part, "sessionID")) else {
+            return;
+        };
+        match s(part, "type") {
+            Some("text") => {
+                let Some(pm) = part.get("metadata").and_then(|m| m.get("peerMessage")) else {
+                    return;
+                };
+                let (Some(mid), Some(from)) = (s(pm, "messageId"), s(pm, "from")) else {
+                    return;
+                };
+                self.index.observe_peer_part(
+                    message,
+                    session,
+                    PeerMark {
+                        message_id: mid.to_string(),
+                        from: from.to_string(),
+                        via: strings(pm.get("via")),
+                    },
+                );
+            }
+            Some("compaction") => self.index.observe_compaction_part(message, session),
+            Some("tool") => {
+                let Some(call) = s(part, "callID") else {
+                    return;
+                };
+                let state = part.get("state").unwrap_or(&Value::Null);
+                // `pending` carries `input: {}` before the arguments are parsed.
+                if matches!(s(state, "status"), None | Some("pending")) {
+                    return;
+                }
+                if let Some(input) = state.get("input").filter(|v| v.is_object()) {
+                    self.tool_inputs.insert(
+                        tool_key(message, call),
+                        input.clone(),
+                        TOOL_INPUTS_KEPT,
+                    );
+                }
+            }
+            _ => {}
+        }
+    }
+
+    /// Decide one `permission.asked` (`kind = Asked`) or `permission.v2.asked` (`V2Asked`)
+    /// payload. `tool_input` is the tool call's raw arguments when the caller has them.
+    ///
+    /// Each final decision (`once`, `reject`, `leave`) appends one `permission_decision` line
+    /// to the audit log: `request` (id), `session` (short hash), `kind`, `permission`,
+    /// `provenance` (`peer`/`local`), `basis`, `folded`, `inherited`, `peerMessageId`, `from`,
+    /// `mode`, `decision`, `reason`, `category`.
+    pub fn decide(
+        &mut self,
+        kind: PermissionEventKind,
+        request: &Value,
+        tool_input: Option<&Value>,
+    ) -> GateDecision {
+        let Some(mut req) = parse_request(kind, request) else {
+            return GateDecision {
+                action: Action::Leave,
+                reason: "malformed-request".into(),
+                request_id: s(request, "id").unwrap_or("").to_string(),
+                session_id: s(request, "sessionID").unwrap_or("").to_string(),
+                message_id: None,
+                category: None,
+                guardrail_reason: None,
+                peer_message_id: None,
+                from: None,
+                basis: None,
+            };
+        };
+        let mut out = GateDecision {
+            action: Action::Leave,
+            reason: String::new(),
+            request_id: req.id.to_string(),
+            session_id: req.session.to_string(),
+            message_id: req.tool_message.map(str::to_string),
+            category: None,
+            guardrail_reason: None,
+            peer_message_id: None,
+            from: None,
+            basis: None,
+        };
+        if self.answered.contains(req.id) {
+            out.action = Action::Duplicate;
+            out.reason = "already-decided".into();
+            return out;
+        }
+        let provenance = match req.tool_message {
+            None => crate::provenance::Provenance::local(Basis::Missing),
+            Some(mid) => match self.index.provenance(req.session, mid) {
+                Lookup::Resolved(p) => p,
+                Lookup::NeedMessage {
+                    session_id,
+                    message_id,
+                } => {
+                    out.action = Action::NeedMessage;
+                    out.reason = "provenance: message not in the index".into();
+                    out.session_id = session_id;
+                    out.message_id = Some(message_id);
+                    return out;
+                }
+                Lookup::NeedSession(sid) => {
+                    out.action = Action::NeedSession;
+                    out.reason = "provenance: session history not in the index".into();
+                    out.session_id = sid;
+                    out.message_id = None;
+                    return out;
+                }
+            },
+        };
+        out.basis = Some(basis_id(provenance.basis));
+        if let Some(mark) = &provenance.peer {
+            out.peer_message_id = Some(mark.message_id.clone());
+            out.from = Some(mark.from.clone());
+        }
+
+        let mut guard_hit = None;
+        let mut args_missing = false;
+        if provenance.is_peer_triggered() && self.mode == PeerPermissions::Allow {
+            let args = tool_input.filter(|v| v.is_object()).cloned().or_else(|| {
+                let (m, c) = (req.tool_message?, req.call_id?);
+                self.tool_inputs.map.get(&tool_key(m, c)).cloned()
+            });
+            match args {
+                Some(a) => {
+                    req.guard.args = a;
+                    guard_hit = guardrail::check(&req.guard, &self.paths);
+                }
+                None => {
+                    if let (Some(m), Some(_)) = (req.tool_message, req.call_id) {
+                        if self.args_asked.first_time(req.id) {
+                            out.action = Action::NeedMessage;
+                            out.reason = "tool arguments not seen".into();
+                            out.message_id = Some(m.to_string());
+                            return out;
+                        }
+                    }
+                    args_missing = true;
+                }
+            }
+        }
+
+        let facts = PermissionRequestFacts {
+            kind,
+            request_id: req.id,
+            session_id: req.session,
+            permission: req.permission,
+        };
+        let category = guard_hit.as_ref().map(|h| category_id(h.category));
+        let decision = if args_missing {
+            Decision::Leave {
+                reason: LeaveReason::Guardrail {
+                    category: "tool-args-unavailable".into(),
+                },
+            }
+        } else {
+            peer_permissions::decide(&facts, &provenance, self.mode, category)
+        };
+        let (action, reason) = match &decision {
+            Decision::ReplyOnce => (Action::Once, "peer-turn/allow".to_string()),
+            Decision::ReplyReject => (Action::Reject, "peer-turn/deny".to_string()),
+            Decision::Leave { reason } => (
+                Action::Leave,
+                match reason {
+                    LeaveReason::LocalTurn => "local-turn".to_string(),
+                    LeaveReason::AskMode => "peer-turn/ask".to_string(),
+                    LeaveReason::Guardrail { category } if args_missing => {
+                        format!("peer-turn/allow/{category}")
+                    }
+                    LeaveReason::Guardrail { .. } => "peer-turn/allow/guardrail".to_string(),
+                },
+            ),
+        };
+        self.answered.first_time(req.id);
+        out.action = action;
+        out.reason = reason;
+        out.category = category;
+        out.guardrail_reason = guard_hit.map(|h| h.reason);
+        if let Some(log) = &self.audit {
+            log.event(
+                "permission_decision",
+                fields! {
+                    "request" => req.id,
+                    "session" => short_hash(req.session),
+                    "kind" => match kind {
+                        PermissionEventKind::Asked => "permission.asked",
+                        PermissionEventKind::V2Asked => "permission.v2.asked",
+                    },
+                    "permission" => req.permission,
+                    "provenance" => if provenance.is_peer_triggered() { "peer" } else { "local" },
+                    "basis" => out.basis,
+                    "folded" => provenance.folded,
+                    "inherited" => provenance.inherited,
+                    "peerMessageId" => out.peer_message_id,
+                    "from" => out.from,
+                    "mode" => self.mode.as_str(),
+                    "decision" => action.as_str(),
+                    "reason" => out.reason,
+                    "category" => out.category,
+                },
+            );
+        }
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests;
