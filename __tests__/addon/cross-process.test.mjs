@@ -43,7 +43,7 @@ describe('concurrent senders', () => {
     // can wait past 5 s and get E_LOCK_TIMEOUT (reported to the lead; the slowest send is
     // logged below).
     const peers = aliases.map((alias) =>
-      fx.track(spawnPeer({ root, sessionId: sid(alias), alias, mode: 'burst', to: 'sink', count: N, lockTimeoutMs: 120000 })));
+      fx.track(spawnPeer({ root, sessionId: sid(alias), alias, mode: 'burst', to: 'sink', count: N, lockTimeoutMs: 120000, rateBurst: N })));
     await Promise.all(peers.map((p) => p.next('ready')));
     const t0 = Date.now();
     for (const p of peers) p.stdin.write('go\n');

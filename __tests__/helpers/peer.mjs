@@ -22,6 +22,7 @@ async function main() {
   const b = Broker.open({
     root: plan.root, sessionId: plan.sessionId, alias: plan.alias,
     ...(plan.lockTimeoutMs ? { lockTimeoutMs: plan.lockTimeoutMs } : {}),
+    ...(plan.rateBurst ? { rateBurst: plan.rateBurst } : {}),
   });
   out({ event: 'ready', pid: process.pid, sessionId: b.sessionId, alias: b.alias });
 
