@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 // c2c-bridge operator CLI: a thin layer over the native addon (index.js).
 //
-// Identity: `send` and `inbox` act as the session named by --session-id or
+// Identity: `send`, `inbox`, `held` and `receipts` act as the session named by --session-id or
 // C2C_MCP_SESSION_ID, by attaching to that session's existing registration. The alias the
 // message carries always comes from the registration; --alias is only a check against it.
 //
@@ -18,13 +18,24 @@ const EXIT_OK = 0;
 const EXIT_FAILED = 1;
 const EXIT_USAGE = 2;
 
+const approval = require('./lib/approval.js');
+
 const HELP = `Usage: c2c-bridge [options] <command> [args]
 
 Commands:
   peers                  List registrations of the broker root and whether each is alive.
+                         OpenCode peers running another c2c-bridge plugin version than this
+                         package are flagged stale.
   send <alias> <text>    Send a direct message as the current session.
   inbox [--peek]         Show the current session's inbox. Without --peek the messages are
                          taken and archived (c2c's drain); with --peek they stay queued.
+  held [list]            List the current session's held inbox (messages kept back by the
+                         inbound policy "hold"), numbered from 1.
+  held accept <n|all>    Release held message n (or all) into the normal delivery path.
+  held drop <n|all>      Drop held message n (or all); the senders get "dropped" receipts.
+  receipts [--limit N]   The outcome of the last N (default 50) messages the current session
+                         sent: delivered, held, refused, expired, dropped, duplicate,
+                         rate_limited.
   rooms                  List rooms and their members.
   log [--limit N]        Show the last N (default 50) entries of broker.log.
   doctor                 Check the broker root: location and source, mode and owner, lock
@@ -32,25 +43,38 @@ Commands:
                          dead letters. Exits 1 when a check fails.
   sweep                  Remove dead registrations and move their undelivered mail to
                          dead-letter.jsonl (a session that registers again gets it back).
+${approval.HELP.replace(/\n$/, '')}
+                         No message (DM, room, broadcast) can produce a verdict.
 
 Options:
   --root DIR             Broker root (default: C2C_MCP_BROKER_ROOT, else c2c's per-repository
                          location under XDG_STATE_HOME or ~/.c2c).
-  --session-id ID        The session to act as for send/inbox (default: C2C_MCP_SESSION_ID).
-                         The session must already be registered; its alias is used.
+  --session-id ID        The session to act as for send, inbox, held and receipts (default:
+                         C2C_MCP_SESSION_ID). The session must already be registered; its
+                         alias is used.
   --alias ALIAS          Refuse to act unless the session is registered under this alias
                          (a safety check; it never changes who the message is from).
   --json                 Machine-readable output, errors included:
                          {"error": {"code": "E_…", "message": "…"}} on stdout.
   --peek                 (inbox) Do not consume the messages.
-  --limit N              (log) Number of entries, 1–10000.
+  --limit N              (log, receipts) Number of entries, 1–10000.
+  --reason R             (approval-reply) The operator's reason, stored with the verdict.
+  --token T              (await-reply) The token whose verdict to wait for.
+  --timeout S            (await-reply) Seconds to wait, 0–86400 (default 300).
   -h, --help             Show this help.
   -V, --version          Show the package and native core versions.
 
 Exit codes:
   0  success
   1  the operation failed (the error code, e.g. E_UNKNOWN_RECIPIENT, is printed)
-  2  usage error (unknown command or option, missing argument, no session given)
+  2  usage error (unknown command or option, missing argument, no session given,
+     E_INVALID_ARG for a held number that is not "all" or 1, 2, …)
+  approval-reply, authorize:
+     0 verdict written, 1 the write failed, 2 bad input (usage, token, verdict) or an
+     unusable root
+  await-reply:
+     0 verdict printed, 1 timeout (no verdict within --timeout), 2 bad input (usage, token,
+     --timeout) or an unusable root or verdict file
 `;
 
 /** An error that should end the CLI with `exit` and print `code: message`. */
@@ -114,20 +138,30 @@ const OPTIONS = {
   alias: { type: 'string' },
   peek: { type: 'boolean' },
   limit: { type: 'string' },
+  reason: { type: 'string' },
+  token: { type: 'string' },
+  timeout: { type: 'string' },
   help: { type: 'boolean', short: 'h' },
   version: { type: 'boolean', short: 'V' },
 };
 
+// `synopsis` is shown when the number of arguments is wrong.
 const COMMANDS = {
   peers: { args: [0, 0], options: [] },
-  send: { args: [2, Infinity], options: [] },
+  send: { args: [2, Infinity], options: [], synopsis: '<alias> <text>' },
   inbox: { args: [0, 0], options: ['peek'] },
+  held: { args: [0, 2], options: [], synopsis: '[list | accept <n|all> | drop <n|all>]' },
+  receipts: { args: [0, 0], options: ['limit'] },
   rooms: { args: [0, 0], options: [] },
   log: { args: [0, 0], options: ['limit'] },
   doctor: { args: [0, 0], options: [] },
   sweep: { args: [0, 0], options: [] },
+  // Host-local verdicts: handled by bin/lib/approval.js, which validates its own arguments.
+  'approval-reply': { args: [0, Infinity], options: ['reason'], approval: true },
+  authorize: { args: [0, Infinity], options: ['reason'], approval: true },
+  'await-reply': { args: [0, Infinity], options: ['token', 'timeout'], approval: true },
 };
-const COMMAND_OPTIONS = ['peek', 'limit'];
+const COMMAND_OPTIONS = ['peek', 'limit', 'reason', 'token', 'timeout'];
 
 function parse(argv) {
   let parsed;
@@ -143,8 +177,12 @@ function parse(argv) {
   const spec = COMMANDS[command];
   if (!spec) throw usage(`unknown command "${safe(command)}" (see --help)`);
   const [min, max] = spec.args;
-  if (args.length < min) throw usage(`"${command}" needs ${min === 2 ? '<alias> <text>' : `${min} argument(s)`}`);
-  if (args.length > max) throw usage(`"${command}" takes no arguments, got "${safe(args[0])}"`);
+  if (args.length < min) throw usage(`"${command}" needs ${spec.synopsis ?? `${min} argument(s)`}`);
+  if (args.length > max) {
+    throw usage(max === 0
+      ? `"${command}" takes no arguments, got "${safe(args[0])}"`
+      : `too many arguments for "${command}": ${command} ${spec.synopsis}`);
+  }
   for (const opt of COMMAND_OPTIONS) {
     if (values[opt] !== undefined && !spec.options.includes(opt)) {
       throw usage(`--${opt} does not apply to "${command}"`);
@@ -213,12 +251,30 @@ function withBroker(broker, fn) {
 // ---------------------------------------------------------------------------------------
 // Commands. Each returns { json, text } (text: array of lines).
 
+/** This package's version: what an up-to-date OpenCode peer records as its plugin version. */
+function ownVersion() {
+  return require('../package.json').version;
+}
+
+/**
+ * An OpenCode peer whose registration records a plugin version other than this package's
+ * (the same rule as the addon's framedPeerList: no recorded version, or another client
+ * type, is never stale).
+ */
+function isStale(peer, version) {
+  return peer.clientType === 'opencode' && typeof peer.pluginVersion === 'string' && peer.pluginVersion !== version;
+}
+
 function cmdPeers(addon, values) {
   const loc = locateRoot(addon, values);
-  const peers = loc.exists ? addon.listRegistrations(loc.path) : [];
+  const version = ownVersion();
+  const peers = (loc.exists ? addon.listRegistrations(loc.path) : []).map((p) => ({ ...p, stale: isStale(p, version) }));
   const text = peers.length === 0
     ? [`no registrations in ${safe(loc.path)}`]
-    : peers.map((p) => `${p.alive ? 'alive' : 'dead '}  ${safe(p.alias)}  ${safe(p.sessionId)}  pid=${p.pid ?? '-'}  client=${safe(p.clientType ?? '-')}  registered=${fmtTs(p.registeredAt)}`);
+    : peers.map((p) => {
+      const stale = p.stale ? `  STALE (plugin ${safe(p.pluginVersion)}, this is ${version})` : '';
+      return `${p.alive ? 'alive' : 'dead '}  ${safe(p.alias)}  ${safe(p.sessionId)}  pid=${p.pid ?? '-'}  client=${safe(p.clientType ?? '-')}  plugin=${safe(p.pluginVersion ?? '-')}  registered=${fmtTs(p.registeredAt)}${stale}`;
+    });
   return { json: peers, text };
 }
 
@@ -250,6 +306,54 @@ function cmdInbox(addon, values) {
       ? ['inbox is empty']
       : [`${msgs.length} message(s) ${verb}:`, ...msgs.flatMap(formatMessage)];
     return { json: msgs, text };
+  });
+}
+
+/** `held [list | accept <n|all> | drop <n|all>]` as the current session. */
+function cmdHeld(addon, values, args) {
+  const [action = 'list', which, ...extra] = args;
+  if (!['list', 'accept', 'drop'].includes(action)) {
+    throw usage(`unknown held action "${safe(action)}": held [list | accept <n|all> | drop <n|all>]`);
+  }
+  if (action === 'list' && which !== undefined) throw usage(`"held list" takes no arguments, got "${safe(which)}"`);
+  if (action !== 'list' && (which === undefined || extra.length > 0)) throw usage(`usage: held ${action} <n|all>`);
+  return withBroker(attach(addon, values), (b) => {
+    if (action === 'list') {
+      const entries = b.held();
+      const text = entries.length === 0
+        ? ['no held messages']
+        : [`${entries.length} held message(s) (release with \`held accept <n|all>\`, drop with \`held drop <n|all>\`):`,
+          ...entries.flatMap((h) => [
+            `[${h.index}] from ${safe(h.message.fromAlias)}  id ${safe(h.message.messageId)}  held ${fmtTs(h.heldAt)}  expires ${fmtTs(h.expiresAt)}  reason: ${safe(h.reason)}`,
+            safeBlock(h.message.content),
+          ])];
+      return { json: entries, text };
+    }
+    let ids;
+    try {
+      ids = action === 'accept' ? b.releaseHeld(which) : b.dropHeld(which);
+    } catch (e) {
+      if (e && e.code === 'E_INVALID_ARG') throw usage(`held ${action}: expected "all" or a number from 1, got "${safe(which)}"`, 'E_INVALID_ARG');
+      if (e && e.code === 'E_NO_SUCH_HELD') {
+        throw new CliError('E_NO_SUCH_HELD', `no held message number ${safe(which)}; list them with \`c2c-bridge held\``, EXIT_FAILED);
+      }
+      throw e;
+    }
+    const verb = action === 'accept' ? 'released' : 'dropped';
+    const text = [`${verb} ${ids.length} held message(s)${action === 'accept' ? ' into the inbox' : '; the senders get "dropped" receipts'}`, ...ids.map((id) => `  ${safe(id)}`)];
+    return { json: { action, [verb]: ids }, text };
+  });
+}
+
+/** `receipts [--limit N]`: outcomes of the messages the current session sent. */
+function cmdReceipts(addon, values) {
+  const limit = values.limit === undefined ? 50 : Number(values.limit);
+  return withBroker(attach(addon, values), (b) => {
+    const receipts = b.receipts(limit);
+    const text = receipts.length === 0
+      ? ['no receipts']
+      : receipts.map((r) => `${fmtTs(r.ts)}  ${safe(r.status).padEnd(12)}  to ${safe(r.toAlias)}  id ${safe(r.messageId)}${r.reason != null ? `  reason: ${safe(r.reason)}` : ''}`);
+    return { json: receipts, text };
   });
 }
 
@@ -473,15 +577,30 @@ const HANDLERS = {
   peers: cmdPeers,
   send: cmdSend,
   inbox: cmdInbox,
+  held: cmdHeld,
+  receipts: cmdReceipts,
   rooms: cmdRooms,
   log: cmdLog,
   doctor: cmdDoctor,
   sweep: cmdSweep,
 };
 
+/**
+ * The argument list bin/lib/approval.js expects for `command`: its options (as --opt=value,
+ * so a value starting with "-" stays a value), then `--` and the positionals.
+ */
+function approvalArgv(values, args) {
+  const out = [];
+  for (const opt of ['root', 'reason', 'token', 'timeout']) {
+    if (values[opt] !== undefined) out.push(`--${opt}=${values[opt]}`);
+  }
+  if (values.json) out.push('--json');
+  return [...out, '--', ...args];
+}
+
 // ---------------------------------------------------------------------------------------
 
-function main(argv) {
+async function main(argv) {
   const wantsJson = argv.includes('--json');
   const fail = (code, message, exit) => {
     if (wantsJson) process.stdout.write(`${toJson({ error: { code, message } })}\n`);
@@ -501,6 +620,10 @@ function main(argv) {
       process.stdout.write(values.json ? `${toJson(out)}\n` : `c2c-bridge ${out.version} (native core ${out.native})\n`);
       return EXIT_OK;
     }
+    if (COMMANDS[command].approval) {
+      // approval-reply / authorize return a number, await-reply a promise of one.
+      return await approval.COMMANDS[command](approvalArgv(values, args), { addon });
+    }
     const result = HANDLERS[command](addon, values, args);
     if (values.json) process.stdout.write(`${toJson(result.json)}\n`);
     else process.stdout.write(`${result.text.join('\n')}\n`);
@@ -512,4 +635,6 @@ function main(argv) {
   }
 }
 
-process.exitCode = main(process.argv.slice(2));
+main(process.argv.slice(2)).then((code) => {
+  process.exitCode = code;
+});
