@@ -170,6 +170,15 @@ describe('openPendingReply / checkPendingReply', () => {
     expect(readPending().map((r) => r.perm_id)).toEqual(['per_2', 'per_1']);
   });
 
+  // Node only: Bun does not pass run-time process.env changes to native code.
+  test.skipIf(Boolean(process.versions.bun))('C2C_PERMISSION_TTL in the process environment is read once, at open', () => {
+    process.env.C2C_PERMISSION_TTL = '42';
+    const a = open('ses_a', 'alpha');
+    delete process.env.C2C_PERMISSION_TTL;
+    expect(a.pendingTtlSeconds).toBe(42);
+    expect(a.openPendingReply('per_1', 'permission', ['boss']).ttlSeconds).toBe(42);
+  });
+
   test.each([
     ['inf', 600, 'pending_ttl_invalid'],
     ['nan', 600, 'pending_ttl_invalid'],
@@ -179,9 +188,9 @@ describe('openPendingReply / checkPendingReply', () => {
     ['1e9', 86400, 'pending_ttl_clamped'],
     ['45', 45, null],
   ])('C2C_PERMISSION_TTL=%s gives %d s', (raw, want, event) => {
-    process.env.C2C_PERMISSION_TTL = raw;
-    const a = open('ses_a', 'alpha');
-    delete process.env.C2C_PERMISSION_TTL; // read once, at open
+    // Passed as the `env` option (what the plugin does with process.env): under Bun, changes
+    // to process.env at run time do not reach native code, so this runs on both runtimes.
+    const a = open('ses_a', 'alpha', { env: { ...process.env, C2C_PERMISSION_TTL: raw } });
     expect(a.pendingTtlSeconds).toBe(want);
     const r = a.openPendingReply('per_1', 'permission', ['boss']);
     expect(r.ttlSeconds).toBe(want);

@@ -103,6 +103,9 @@ export class Sessions {
         clientType: "opencode",
         maxMessageBytes: this.options.maxMessageBytes,
         inbound: this.options.inbound,
+        // Under Bun (OpenCode's runtime) process.env changes do not reach native code: hand
+        // the environment over explicitly.
+        env: Object.fromEntries(Object.entries(process.env).filter((e): e is [string, string] => typeof e[1] === "string")),
         heldCap: this.options.heldCap,
         heldTtlSecs: this.options.heldTtlSecs,
         rateBurst: this.options.rateBurst,

@@ -116,9 +116,20 @@ impl JsBroker {
                 .map(|n| n as usize),
             lock_timeout: whole("lockTimeoutMs", options.lock_timeout_ms, 1, 3_600_000)?
                 .map(Duration::from_millis),
-            env: None,
+            env: options.env.as_ref().map(|m| {
+                let get = |k: &str| m.get(k).filter(|v| !v.is_empty()).cloned();
+                crate::store::root::RootEnv {
+                    broker_root: get("C2C_MCP_BROKER_ROOT"),
+                    c2c_state_home: get("C2C_STATE_HOME"),
+                    xdg_state_home: get("XDG_STATE_HOME"),
+                    home: get("HOME"),
+                }
+            }),
             inbound: options.inbound,
-            inbound_env: None,
+            inbound_env: options
+                .env
+                .as_ref()
+                .map(|m| m.get(crate::policy::inbound::ENV_INBOUND).cloned()),
             held_cap: whole("heldCap", options.held_cap, 1, 1_000_000)?.map(|n| n as usize),
             held_ttl,
             rate: match (burst, window) {
@@ -132,8 +143,12 @@ impl JsBroker {
                     })
                 }
             },
-            // Read from the process environment (`C2C_PERMISSION_TTL`) once, here.
-            permission_ttl_env: None,
+            // `C2C_PERMISSION_TTL`, read once, here: from `env` when given (absent = unset),
+            // else from the process environment.
+            permission_ttl_env: options
+                .env
+                .as_ref()
+                .map(|m| m.get(crate::pending::TTL_ENV).cloned().unwrap_or_default()),
             pending_per_alias_cap: whole(
                 "pendingPerAliasCap",
                 options.pending_per_alias_cap,

@@ -108,6 +108,11 @@ pub struct OpenOptions {
     pub max_message_bytes: Option<f64>,
     /// How long to wait for a file lock, in milliseconds. Default 5000.
     pub lock_timeout_ms: Option<f64>,
+    /// Environment variables to read instead of the process environment:
+    /// `C2C_MCP_BROKER_ROOT`, `C2C_STATE_HOME`, `XDG_STATE_HOME`, `HOME` (root resolution),
+    /// `C2C_BRIDGE_INBOUND` and `C2C_PERMISSION_TTL`. Pass `process.env`: under Bun, changes a
+    /// script makes to `process.env` do not reach native code. Default: the process environment.
+    pub env: Option<std::collections::HashMap<String, String>>,
     /// Inbound policy: `accept` (default), `auto`, `hold` or `refuse`; the environment variable
     /// `C2C_BRIDGE_INBOUND` overrides it. An unknown value is `E_INVALID_OPTION`.
     pub inbound: Option<String>,
