@@ -206,6 +206,12 @@ export declare class PermissionGate {
    * A broker root that cannot be opened does not fail: see `auditError`.
    */
   constructor(options: GateOptions)
+  /**
+   * The `via` chain a message sent from the turn running assistant message `messageId`
+   * (a tool's `ctx.messageID`) continues: `{ action: "ready", via }` (empty for a turn the
+   * user typed), or `need-message` / `need-session` naming what to fetch and feed first.
+   */
+  outgoingVia(sessionId: string, messageId: string): ViaAnswer
   /** The effective `peerPermissions` mode: `allow`, `ask` or `deny`. */
   get mode(): 'allow' | 'ask' | 'deny'
   /** Where the mode came from: `default`, `option` or `env`. */
@@ -349,6 +355,12 @@ export declare function frameNotice(summary: string, fields?: Array<FrameField> 
 
 /** Options of `new PermissionGate(options)`. */
 export interface GateOptions {
+  /**
+   * Environment variables to read instead of the process environment
+   * (`C2C_BRIDGE_PEER_PERMISSIONS`); pass `process.env` (under Bun, run-time changes to
+   * `process.env` do not reach native code). Default: the process environment.
+   */
+  env?: Record<string, string>
   /**
    * `allow` (default), `ask` or `deny`. The environment variable
    * `C2C_BRIDGE_PEER_PERMISSIONS` overrides it. Any other value: `E_INVALID_OPTION`.
@@ -728,6 +740,18 @@ export interface SweepResult {
   removed: Array<RemovedRegistration>
   /** Messages moved to `dead-letter.jsonl` (none is dropped). */
   deadLettered: number
+}
+
+/** The answer of `outgoingVia`. */
+export interface ViaAnswer {
+  /** `ready`, `need-message` or `need-session`. */
+  action: string
+  /** The inherited chain when ready (session ids, oldest first). */
+  via: Array<string>
+  /** The session to fetch (need-*). */
+  sessionId?: string
+  /** The message to fetch (need-message). */
+  messageId?: string
 }
 
 /**

@@ -9,6 +9,7 @@ import { createRequire } from 'node:module';
 import { PermissionHandler } from '../../plugin/dist/permissions/handler.mjs';
 import { makeReply } from '../../plugin/dist/permissions/reply.mjs';
 import { describeModes } from '../../plugin/dist/modes.mjs';
+import { makeHistory } from '../../plugin/dist/history.mjs';
 
 const addon = createRequire(import.meta.url)('../../index.js');
 const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'c2c-perm-'));
@@ -106,7 +107,7 @@ function setup({ mode = 'allow', ours = ['ses_1'], server } = {}) {
   const logs = [];
   const handler = new PermissionHandler({
     gate,
-    client,
+    history: makeHistory(client),
     reply: makeReply(client),
     owns: async (sid) => ours.includes(sid),
     log: (level, message) => logs.push([level, message]),
@@ -258,7 +259,13 @@ describe('the reply capability', () => {
     for (const f of ['handler.mts', 'reply.mts']) {
       const src = fs.readFileSync(new URL(`../../plugin/src/permissions/${f}`, import.meta.url), 'utf8');
       const imports = [...src.matchAll(/from\s+["']([^"']+)["']/g)].map((m) => m[1]);
-      for (const i of imports) expect(['../host.mjs', './reply.mjs']).toContain(i);
+      // history.mjs holds read-only fetches (no inject, no delivery)
+      for (const i of imports) expect(['../host.mjs', './reply.mjs', '../history.mjs']).toContain(i);
+    }
+    const history = fs.readFileSync(new URL('../../plugin/src/history.mts', import.meta.url), 'utf8');
+    expect([...history.matchAll(/from\s+["']([^"']+)["']/g)].map((m) => m[1])).toEqual(['./host.mjs']);
+    expect(history).not.toMatch(/promptAsync|postSessionIdPermissions|\/reply/);
+    {
     }
   });
 });

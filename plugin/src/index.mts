@@ -20,6 +20,7 @@ import { PermissionHandler, permissionKind, type Gate } from "./permissions/hand
 import { makeReply } from "./permissions/reply.mjs";
 import { Sessions } from "./sessions.mjs";
 import { makeTools } from "./tools.mjs";
+import { makeHistory, viaFor } from "./history.mjs";
 import { peersInboxText, registerCommands } from "./commands.mjs";
 
 const PLUGIN_ID = "c2c-bridge";
@@ -128,6 +129,7 @@ async function server(input: PluginInput, rawOptions?: Record<string, unknown>):
       worktree: input.worktree || input.directory,
       brokerRoot: options.brokerRoot,
       startedAtMs,
+      env: Object.fromEntries(Object.entries(process.env).filter((e): e is [string, string] => typeof e[1] === "string")),
     });
     modes.peerPermissions = gate.mode;
     modes.peerPermissionsSource = gate.modeSource;
@@ -137,10 +139,11 @@ async function server(input: PluginInput, rawOptions?: Record<string, unknown>):
     modes.permissionsDisabled = `${e.code ?? "E_UNKNOWN"}: ${e.message ?? String(err)}`;
     logger.log("error", `permission handling is off, every request goes to OpenCode's prompt: ${modes.permissionsDisabled}`);
   }
+  const history = makeHistory(client);
   const permissions = gate
     ? new PermissionHandler({
         gate: gate as Gate,
-        client,
+        history,
         reply: makeReply(client, input.serverUrl, input.directory),
         async owns(sid) {
           return (await sessions.brokerFor(sid)) !== undefined;
@@ -212,7 +215,10 @@ async function server(input: PluginInput, rawOptions?: Record<string, unknown>):
   return {
     event: safe(logger, "event", async ({ event }) => onEvent(event)),
     config: safe(logger, "config", async (cfg) => registerCommands(cfg)),
-    tool: makeTools(sessions, version, async () => []),
+    // A message sent from a peer-triggered turn continues that turn's hop chain (Rust decides).
+    tool: makeTools(sessions, version, async (ctx) =>
+      gate ? viaFor(gate, history, ctx.sessionID, ctx.messageID) : [],
+    ),
     "command.execute.before": safe(logger, "command.execute.before", async (cmd, output) => {
       if (cmd.command !== "peers" && cmd.command !== "peers-inbox") return;
       const broker = await sessions.brokerFor(cmd.sessionID);

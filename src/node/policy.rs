@@ -12,10 +12,28 @@ use crate::policy::peer_permissions::{PermissionEventKind, ENV_PEER_PERMISSIONS}
 use crate::provenance::Limits;
 use napi::Result;
 
+/// The answer of `outgoingVia`.
+#[napi(object)]
+#[derive(Debug, Clone)]
+pub struct ViaAnswer {
+    /// `ready`, `need-message` or `need-session`.
+    pub action: String,
+    /// The inherited chain when ready (session ids, oldest first).
+    pub via: Vec<String>,
+    /// The session to fetch (need-*).
+    pub session_id: Option<String>,
+    /// The message to fetch (need-message).
+    pub message_id: Option<String>,
+}
+
 /// Options of `new PermissionGate(options)`.
 #[napi(object)]
 #[derive(Debug, Clone, Default)]
 pub struct GateOptions {
+    /// Environment variables to read instead of the process environment
+    /// (`C2C_BRIDGE_PEER_PERMISSIONS`); pass `process.env` (under Bun, run-time changes to
+    /// `process.env` do not reach native code). Default: the process environment.
+    pub env: Option<std::collections::HashMap<String, String>>,
     /// `allow` (default), `ask` or `deny`. The environment variable
     /// `C2C_BRIDGE_PEER_PERMISSIONS` overrides it. Any other value: `E_INVALID_OPTION`.
     pub peer_permissions: Option<String>,
@@ -123,7 +141,10 @@ impl JsPermissionGate {
             .map(|a| a.path().to_string_lossy().into_owned());
         let inner = engine::PermissionGate::new(GateConfig {
             peer_permissions: options.peer_permissions,
-            env_peer_permissions: std::env::var(ENV_PEER_PERMISSIONS).ok(),
+            env_peer_permissions: match &options.env {
+                Some(m) => m.get(ENV_PEER_PERMISSIONS).cloned(),
+                None => std::env::var(ENV_PEER_PERMISSIONS).ok(),
+            },
             worktree: options
                 .worktree
                 .map(PathBuf::from)
@@ -142,6 +163,36 @@ impl JsPermissionGate {
             audit_path,
             audit_error,
         })
+    }
+
+    /// The `via` chain a message sent from the turn running assistant message `messageId`
+    /// (a tool's `ctx.messageID`) continues: `{ action: "ready", via }` (empty for a turn the
+    /// user typed), or `need-message` / `need-session` naming what to fetch and feed first.
+    #[napi(catch_unwind)]
+    pub fn outgoing_via(&mut self, session_id: String, message_id: String) -> ViaAnswer {
+        match self.inner.outgoing_via(&session_id, &message_id) {
+            engine::ViaLookup::Ready(via) => ViaAnswer {
+                action: "ready".into(),
+                via,
+                session_id: None,
+                message_id: None,
+            },
+            engine::ViaLookup::NeedMessage {
+                session_id,
+                message_id,
+            } => ViaAnswer {
+                action: "need-message".into(),
+                via: Vec::new(),
+                session_id: Some(session_id),
+                message_id: Some(message_id),
+            },
+            engine::ViaLookup::NeedSession(sid) => ViaAnswer {
+                action: "need-session".into(),
+                via: Vec::new(),
+                session_id: Some(sid),
+                message_id: None,
+            },
+        }
     }
 
     /// The effective `peerPermissions` mode: `allow`, `ask` or `deny`.

@@ -157,6 +157,22 @@ fn basis_id(b: Basis) -> &'static str {
     }
 }
 
+/// The answer of [`PermissionGate::outgoing_via`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ViaLookup {
+    /// The inherited chain (session ids, oldest first; empty for a local turn).
+    Ready(Vec<String>),
+    /// Fetch this message (info and parts) and feed it, then ask again.
+    NeedMessage {
+        /// Its session.
+        session_id: String,
+        /// The message.
+        message_id: String,
+    },
+    /// Fetch this session and its messages and feed them, then ask again.
+    NeedSession(String),
+}
+
 /// The audit log of the broker root for `directory`: `root` when given, else c2c's
 /// resolution from the process environment. The root is created (0700) and checked like a
 /// broker's. Errors: as [`crate::store::root::BrokerRoot::open`] and
@@ -479,6 +495,25 @@ impl PermissionGate {
                 }
             }
             _ => {}
+        }
+    }
+
+    /// The `via` chain a message sent from the turn running assistant message `message_id`
+    /// of `session_id` continues ([`crate::policy::hops::inherit_via`]): empty for a turn the
+    /// user typed, the triggering peer message's chain for a peer-triggered turn (also in
+    /// `task` child sessions). `NeedMessage` / `NeedSession` ask the caller to fetch and
+    /// feed, as for [`PermissionGate::decide`]; after a second miss the turn counts as local.
+    pub fn outgoing_via(&mut self, session_id: &str, message_id: &str) -> ViaLookup {
+        match self.index.provenance(session_id, message_id) {
+            Lookup::Resolved(p) => ViaLookup::Ready(crate::policy::hops::inherit_via(&p)),
+            Lookup::NeedMessage {
+                session_id,
+                message_id,
+            } => ViaLookup::NeedMessage {
+                session_id,
+                message_id,
+            },
+            Lookup::NeedSession(sid) => ViaLookup::NeedSession(sid),
         }
     }
 

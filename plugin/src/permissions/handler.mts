@@ -13,7 +13,8 @@
  *
  * OpenCode 1.18.33 never calls the `permission.ask` hook, so events are the only way in.
  */
-import type { HostClient, HostEvent, HostMessageWithParts } from "../host.mjs";
+import type { HostEvent } from "../host.mjs";
+import type { History } from "../history.mjs";
 import type { PermissionKind, Reply } from "./reply.mjs";
 
 /** The gate's answer (the addon's `PermissionDecision`). */
@@ -41,7 +42,7 @@ export interface Gate {
 export interface PermissionHandlerDeps {
   gate: Gate;
   /** Read-only fetches (`session.message`, `session.get`, `session.messages`). */
-  client: HostClient;
+  history: History;
   reply: Reply;
   /** Whether `sessionId` is one of this instance's registered root sessions or their children. */
   owns(sessionId: string): Promise<boolean>;
@@ -92,10 +93,10 @@ export class PermissionHandler {
     let d = gate.decide(kind, request);
     for (let round = 0; round < MAX_ROUNDS; round++) {
       if (d.action === "need-message" && d.messageId) {
-        const m = await this.fetchMessage(d.sessionId, d.messageId);
+        const m = await this.deps.history.message(d.sessionId, d.messageId);
         if (m) gate.feedMessage(m);
       } else if (d.action === "need-session") {
-        const [session, messages] = await Promise.all([this.fetchSession(d.sessionId), this.fetchMessages(d.sessionId)]);
+        const [session, messages] = await Promise.all([this.deps.history.session(d.sessionId), this.deps.history.messages(d.sessionId)]);
         gate.feedSession(session, messages);
       } else {
         return d;
@@ -128,35 +129,6 @@ export class PermissionHandler {
         return;
       default:
         return;
-    }
-  }
-
-  private async fetchMessage(sessionId: string, messageId: string): Promise<HostMessageWithParts | undefined> {
-    try {
-      const fn = this.deps.client.session.message;
-      if (typeof fn !== "function") return undefined;
-      const res = await fn.call(this.deps.client.session, { path: { id: sessionId, messageID: messageId } });
-      return res?.data?.info ? res.data : undefined;
-    } catch {
-      return undefined;
-    }
-  }
-
-  private async fetchSession(sessionId: string): Promise<object | null> {
-    try {
-      const res = await this.deps.client.session.get({ path: { id: sessionId } });
-      return res?.data?.id ? res.data : null;
-    } catch {
-      return null;
-    }
-  }
-
-  private async fetchMessages(sessionId: string): Promise<object[] | null> {
-    try {
-      const res = await this.deps.client.session.messages({ path: { id: sessionId } });
-      return Array.isArray(res?.data) && !res.error ? res.data : null;
-    } catch {
-      return null;
     }
   }
 }
