@@ -389,7 +389,10 @@ export interface GateResult {
   held: Array<string>
   /** Ids refused. */
   refused: Array<string>
-  /** Ids dropped because the held inbox was full. */
+  /**
+   * Ids dropped: the held inbox was full, or a permission reply failed its check against
+   * this session's pending slots.
+   */
   dropped: Array<string>
 }
 

@@ -247,7 +247,7 @@ pub enum Error {
         retry_after_s: f64,
     },
     /// No held message with that number.
-    #[error("no held message number {index}; list them with /peers-inbox")]
+    #[error("no held message number {index}; list the held messages (/peers-inbox, or `c2c-bridge held`) and use a number from that list")]
     NoSuchHeld {
         /// The 1-based number asked for.
         index: usize,

@@ -32,6 +32,8 @@ export interface Deliverable {
   message: PeerMessage;
   /** Framed by the Rust envelope module; peer text never reaches the model any other way. */
   framed: string;
+  /** Set when the whole body is a permission reply checked against our pending slots. */
+  permissionReply?: { permId: string; verdict: string; fromAlias: string; verified: boolean } | null;
 }
 
 /**
@@ -61,6 +63,11 @@ export interface DeliveryDeps {
   pending(sessionId: string): boolean;
   /** Acknowledge (archive) messages, with a `delivered` or `duplicate` receipt for their senders. */
   ack(sessionId: string, messageIds: string[], status: "delivered" | "duplicate"): void;
+  /**
+   * Show a checked permission reply to the human at once (toast + log), even while the
+   * session is busy (it is: its request is pending). Called once per message.
+   */
+  advise?(sessionId: string, item: Deliverable): void;
   /** Housekeeping on the fallback timer (e.g. expiring held messages). */
   housekeeping?(sessionId: string): void;
   /** Whether the session is running a turn; `undefined` when not known yet. */
@@ -77,6 +84,7 @@ export interface DeliveryDeps {
 
 interface SessionState {
   running: boolean;
+  advised: Set<string>;
   scanned: boolean;
   injected: Set<string>;
   failures: number;
@@ -102,7 +110,7 @@ export class Delivery {
   private st(sessionId: string): SessionState {
     let s = this.state.get(sessionId);
     if (!s) {
-      s = { running: false, scanned: false, injected: new Set(), failures: 0, retryAt: 0, busySince: 0 };
+      s = { running: false, advised: new Set(), scanned: false, injected: new Set(), failures: 0, retryAt: 0, busySince: 0 };
       this.state.set(sessionId, s);
     }
     return s;
@@ -163,12 +171,20 @@ export class Delivery {
     if (s.running || this.stopped) return;
     s.running = true;
     try {
-      // Busy, or not known yet (the fallback timer asks the server): not now.
+      // The gate runs on every wake-up, busy or not: it only sorts the inbox (held, refused,
+      // checked permission replies) and injects nothing.
+      const items = this.deps.gate(sessionId);
+      if (!items || items.length === 0) return;
+      for (const item of items) {
+        if (item.permissionReply && !s.advised.has(item.message.messageId)) {
+          s.advised.add(item.message.messageId);
+          this.deps.advise?.(sessionId, item);
+        }
+      }
+      // Busy, or not known yet (the fallback timer asks the server): inject nothing now.
       if (this.deps.isBusy(sessionId) !== false) return;
       s.busySince = 0;
       if (Date.now() < s.retryAt) return;
-      const items = this.deps.gate(sessionId);
-      if (!items || items.length === 0) return;
       const messages = items.map((i) => i.message);
       if (!s.scanned) {
         for (const id of await this.deps.injectedInTranscript(sessionId)) s.injected.add(id);

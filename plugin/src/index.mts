@@ -21,6 +21,7 @@ import { makeReply } from "./permissions/reply.mjs";
 import { Sessions } from "./sessions.mjs";
 import { makeTools } from "./tools.mjs";
 import { makeHistory, viaFor } from "./history.mjs";
+import { adviceText, tellSupervisors } from "./supervisors.mjs";
 import { peersInboxText, registerCommands } from "./commands.mjs";
 
 const PLUGIN_ID = "c2c-bridge";
@@ -70,6 +71,12 @@ async function server(input: PluginInput, rawOptions?: Record<string, unknown>):
       pending: (sid) => (sessions.get(sid)?.peek().length ?? 0) > 0,
       ack: (sid, ids, status) => void sessions.get(sid)?.acknowledge(ids, status),
       housekeeping: (sid) => void sessions.get(sid)?.expireHeld(),
+      advise(sid, item) {
+        const text = adviceText(item);
+        if (!text) return;
+        logger.log("info", `${sid}: ${text}`);
+        void client.tui?.showToast?.({ body: { title: "c2c-bridge", message: text, variant: item.permissionReply?.verified ? "info" : "warning" } })?.catch?.(() => {});
+      },
       isBusy: (sid) => sessions.isBusy(sid),
       setBusy: (sid, busy) => sessions.setBusy(sid, busy),
       sessions: () => sessions.registered(),
@@ -147,6 +154,11 @@ async function server(input: PluginInput, rawOptions?: Record<string, unknown>):
         reply: makeReply(client, input.serverUrl, input.directory),
         async owns(sid) {
           return (await sessions.brokerFor(sid)) !== undefined;
+        },
+        async onLeft(_kind, d, request) {
+          if (options.supervisors.length === 0) return;
+          const broker = await sessions.brokerFor(d.sessionId);
+          if (broker) tellSupervisors(broker, options.supervisors, d, request, (l, m) => logger.log(l, m));
         },
         log: (level, message) => logger.log(level, message),
       })

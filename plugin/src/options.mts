@@ -9,6 +9,11 @@ export interface BridgeOptions {
   alias?: string;
   /** Broker root directory. Default: c2c's resolution (`C2C_MCP_BROKER_ROOT`, XDG state, `~/.c2c`). */
   brokerRoot?: string;
+  /**
+   * Supervisor aliases told about permission requests left to OpenCode's prompt (advisory
+   * only: their replies are shown, never acted on). `C2C_SUPERVISORS` (comma list) wins.
+   */
+  supervisors: string[];
   /** Maximum message size, bytes of UTF-8. Default 16384. */
   maxMessageBytes?: number;
   /** Inbound policy `accept`|`auto`|`hold`|`refuse` (validated in Rust; `C2C_BRIDGE_INBOUND` wins there). */
@@ -36,6 +41,11 @@ function str(v: unknown): string | undefined {
   return typeof v === "string" && v.trim() !== "" ? v.trim() : undefined;
 }
 
+function list(v: string | undefined): string[] | undefined {
+  if (v === undefined || v.trim() === "") return undefined;
+  return v.split(",").map((x) => x.trim()).filter(Boolean);
+}
+
 function num(v: unknown): number | undefined {
   const n = typeof v === "string" ? Number(v) : v;
   return typeof n === "number" && Number.isFinite(n) && n > 0 ? n : undefined;
@@ -51,6 +61,7 @@ export function readOptions(raw: Record<string, unknown> | undefined, env: NodeJ
     alias: str(env.C2C_BRIDGE_ALIAS) ?? str(o.alias),
     brokerRoot: str(env.C2C_MCP_BROKER_ROOT) ?? str(o.brokerRoot),
     maxMessageBytes: num(env.C2C_BRIDGE_MAX_MESSAGE_BYTES) ?? num(o.maxMessageBytes),
+    supervisors: list(env.C2C_SUPERVISORS) ?? (Array.isArray(o.supervisors) ? o.supervisors.filter((x): x is string => typeof x === "string" && x.trim() !== "").map((x) => x.trim()) : []),
     inbound: str(o.inbound),
     heldCap: num(o.heldCap),
     heldTtlSecs: num(o.heldTtlSecs),

@@ -53,7 +53,7 @@ pub struct GateReport {
     pub held: Vec<String>,
     /// Ids refused (archived).
     pub refused: Vec<String>,
-    /// Ids dropped because the held inbox was full.
+    /// Ids dropped: the held inbox was full, or a permission reply failed its check.
     pub dropped: Vec<String>,
 }
 
@@ -334,6 +334,7 @@ impl Broker {
         }
         let (taken, _) = self.take_from_inbox_by_ids(&drop_ids)?;
         report.deliver.retain(|m| !drop_ids.contains(&m.message_id));
+        report.dropped.extend(drop_ids.iter().cloned());
         self.finish_removed(
             taken,
             Status::Dropped,

@@ -338,7 +338,8 @@ pub struct GateResult {
     pub held: Vec<String>,
     /// Ids refused.
     pub refused: Vec<String>,
-    /// Ids dropped because the held inbox was full.
+    /// Ids dropped: the held inbox was full, or a permission reply failed its check against
+    /// this session's pending slots.
     pub dropped: Vec<String>,
 }
 

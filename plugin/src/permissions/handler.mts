@@ -46,6 +46,11 @@ export interface PermissionHandlerDeps {
   reply: Reply;
   /** Whether `sessionId` is one of this instance's registered root sessions or their children. */
   owns(sessionId: string): Promise<boolean>;
+  /**
+   * Called after a request was left to OpenCode's prompt (never after a reply), with the
+   * request payload: where supervisors are told about it. Errors are logged, never raised.
+   */
+  onLeft?(kind: PermissionKind, decision: GateDecision, request: Record<string, unknown>): Promise<void>;
   log(level: "debug" | "info" | "warn" | "error", message: string): void;
 }
 
@@ -81,6 +86,13 @@ export class PermissionHandler {
       }
       const decision = await this.decide(kind, request);
       await this.carryOut(kind, decision);
+      if (decision.action === "leave" && this.deps.onLeft) {
+        try {
+          await this.deps.onLeft(kind, decision, request);
+        } catch (err) {
+          this.deps.log("warn", `permission ${id}: telling supervisors failed: ${err instanceof Error ? err.message : String(err)}`);
+        }
+      }
       return decision;
     } catch (err) {
       this.deps.log("error", `permission ${id}: ${err instanceof Error ? err.message : String(err)}`);
