@@ -64,6 +64,18 @@ impl Message {
     }
 }
 
+/// A raw inbox record as it is written to `archive/<session_id>.jsonl`: c2c's archive fields
+/// `drained_at` (epoch seconds), `drained_by` (who took it, e.g. `c2c-bridge:ack`) and
+/// `session_id` (whose inbox it left) added to the record, unknown fields kept.
+pub fn archived(mut record: Value, now: f64, drained_by: &str, session_id: &str) -> Value {
+    if let Value::Object(o) = &mut record {
+        o.insert("drained_at".into(), Value::from(now));
+        o.insert("drained_by".into(), Value::from(drained_by));
+        o.insert("session_id".into(), Value::from(session_id));
+    }
+    record
+}
+
 /// The `message_id` of a raw record, if it has one.
 pub fn raw_message_id(v: &Value) -> Option<&str> {
     v.get("message_id").and_then(Value::as_str)

@@ -16,7 +16,7 @@ use serde_json::Value;
 use super::Broker;
 use crate::error::{Error, Result};
 use crate::fields;
-use crate::inbox::Message;
+use crate::inbox::{archived, Message};
 use crate::log::short_hash;
 use crate::policy::inbound::{decide_inbound, HoldReason, InboundDecision, Ingress, SenderFacts};
 use crate::receipts::{Receipt, Status};
@@ -176,14 +176,13 @@ impl Broker {
                             }
                         }
                         InboundDecision::Refuse { .. } => {
-                            let mut a = v;
-                            if let Value::Object(o) = &mut a {
-                                o.insert("drained_at".into(), Value::from(now));
-                                o.insert("drained_by".into(), Value::from("c2c-bridge:refused"));
-                                o.insert("session_id".into(), Value::from(self.session_id()));
-                            }
                             report.refused.push(m.message_id.clone());
-                            to_archive.push(a);
+                            to_archive.push(archived(
+                                v,
+                                now,
+                                "c2c-bridge:refused",
+                                self.session_id(),
+                            ));
                             if let Some(sid) = &m.from_session_id {
                                 notices.push((
                                     sid.clone(),
@@ -226,16 +225,12 @@ impl Broker {
                                         ),
                                     ));
                                 }
-                                let mut a = h;
-                                if let Value::Object(o) = &mut a {
-                                    o.insert("drained_at".into(), Value::from(now));
-                                    o.insert(
-                                        "drained_by".into(),
-                                        Value::from("c2c-bridge:held-full"),
-                                    );
-                                    o.insert("session_id".into(), Value::from(self.session_id()));
-                                }
-                                to_archive.push(a);
+                                to_archive.push(archived(
+                                    h,
+                                    now,
+                                    "c2c-bridge:held-full",
+                                    self.session_id(),
+                                ));
                             }
                         }
                         Ok(((), true))
@@ -595,19 +590,14 @@ impl Broker {
         let mut ids = Vec::new();
         let lines: Vec<Value> = values
             .into_iter()
-            .map(|mut v| {
+            .map(|v| {
                 if let Some(m) = Message::from_value(&v) {
                     ids.push(m.message_id.clone());
                     if let Some(sid) = &m.from_session_id {
                         notices.push((sid.clone(), receipt(&m, status, why)));
                     }
                 }
-                if let Value::Object(o) = &mut v {
-                    o.insert("drained_at".into(), Value::from(now));
-                    o.insert("drained_by".into(), Value::from(by));
-                    o.insert("session_id".into(), Value::from(self.session_id()));
-                }
-                v
+                archived(v, now, by, self.session_id())
             })
             .collect();
         store::append_jsonl(&self.root().archive(self.session_id())?, &lines)?;

@@ -14,7 +14,7 @@ use super::Broker;
 use crate::error::{Error, Result};
 use crate::fields;
 use crate::ids::alias_eq;
-use crate::inbox::{raw_message_id, Message};
+use crate::inbox::{archived, raw_message_id, Message};
 use crate::log::{short_hash, AuditLog};
 use crate::policy::rate::RateDecision;
 use crate::receipts::Status;
@@ -361,18 +361,7 @@ impl Broker {
                 let now = crate::time::now_secs();
                 let lines: Vec<Value> = taken
                     .iter()
-                    .map(|v| {
-                        let mut v = v.clone();
-                        if let Value::Object(m) = &mut v {
-                            m.insert("drained_at".into(), Value::from(now));
-                            m.insert(
-                                "drained_by".into(),
-                                Value::from(format!("c2c-bridge:{how}")),
-                            );
-                            m.insert("session_id".into(), Value::from(sid.clone()));
-                        }
-                        v
-                    })
+                    .map(|v| archived(v.clone(), now, &format!("c2c-bridge:{how}"), &sid))
                     .collect();
                 store::append_jsonl(&archive, &lines)?;
                 Ok((taken, true))
