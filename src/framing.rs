@@ -2,7 +2,7 @@
 //! receipt list goes through [`crate::envelope`] here, so no peer-controlled string reaches a
 //! model unframed, whichever path shows it.
 
-use crate::broker::HeldMessage;
+use crate::broker::{HeldMessage, Peer};
 use crate::envelope::{self, Kind, ListingItem, PeerText};
 use crate::inbox::Message;
 use crate::receipts::Receipt;
@@ -37,13 +37,71 @@ pub fn frame_inbox_message(m: &Message) -> String {
     })
 }
 
+/// One listing entry with owned field values (what every listing here builds).
+struct Entry<'a> {
+    label: &'a str,
+    fields: Vec<(&'static str, String)>,
+    text: Option<&'a str>,
+}
+
+/// Frame entries with owned values through [`envelope::frame_listing`].
+fn listing(title: &str, entries: &[Entry<'_>]) -> String {
+    let borrowed: Vec<Vec<(&str, &str)>> = entries
+        .iter()
+        .map(|e| e.fields.iter().map(|(k, v)| (*k, v.as_str())).collect())
+        .collect();
+    let items: Vec<ListingItem<'_>> = entries
+        .iter()
+        .zip(&borrowed)
+        .map(|(e, f)| ListingItem {
+            label: e.label,
+            fields: f,
+            text: e.text,
+        })
+        .collect();
+    envelope::frame_listing(title, &items)
+}
+
+/// The other registrations as one framed listing (alias, alive, client, directory, plugin
+/// version; `stale` when an OpenCode peer runs a c2c-bridge version other than ours).
+pub fn frame_peer_list(peers: &[Peer], own_alias: &str, own_version: &str) -> String {
+    let entries: Vec<Entry<'_>> = peers
+        .iter()
+        .map(|p| {
+            let mut fields = vec![("alive", p.alive.to_string())];
+            if let Some(c) = &p.client_type {
+                fields.push(("client", c.clone()));
+            }
+            if let Some(d) = &p.directory {
+                fields.push(("directory", d.clone()));
+            }
+            if let Some(v) = &p.plugin_version {
+                fields.push(("plugin_version", v.clone()));
+                if p.client_type.as_deref() == Some("opencode") && v != own_version {
+                    fields.push((
+                        "stale",
+                        format!("runs c2c-bridge {v}, this session runs {own_version}"),
+                    ));
+                }
+            }
+            Entry {
+                label: &p.alias,
+                fields,
+                text: None,
+            }
+        })
+        .collect();
+    listing(&format!("c2c peers of {own_alias} (you)"), &entries)
+}
+
 /// The held inbox as one framed listing: number, sender, reason, age, and the body on
 /// gutter lines.
 pub fn frame_held_listing(held: &[HeldMessage], now: f64) -> String {
-    let fields: Vec<Vec<(&str, String)>> = held
+    let entries: Vec<Entry<'_>> = held
         .iter()
-        .map(|h| {
-            vec![
+        .map(|h| Entry {
+            label: &h.message.from_alias,
+            fields: vec![
                 ("number", h.index.to_string()),
                 ("message-id", h.message.message_id.clone()),
                 ("reason", h.reason.clone()),
@@ -55,57 +113,36 @@ pub fn frame_held_listing(held: &[HeldMessage], now: f64) -> String {
                     "expires-in-seconds",
                     format!("{:.0}", (h.expires_at - now).max(0.0)),
                 ),
-            ]
-        })
-        .collect();
-    let borrowed: Vec<Vec<(&str, &str)>> = fields
-        .iter()
-        .map(|f| f.iter().map(|(k, v)| (*k, v.as_str())).collect())
-        .collect();
-    let items: Vec<ListingItem<'_>> = held
-        .iter()
-        .zip(&borrowed)
-        .map(|(h, f)| ListingItem {
-            label: &h.message.from_alias,
-            fields: f,
+            ],
             text: Some(&h.message.content),
         })
         .collect();
-    envelope::frame_listing(
+    listing(
         "held peer messages (accept or drop them with /peers-inbox)",
-        &items,
+        &entries,
     )
 }
 
 /// A session's receipts as one framed listing.
 pub fn frame_receipts(receipts: &[Receipt]) -> String {
-    let fields: Vec<Vec<(&str, String)>> = receipts
+    let entries: Vec<Entry<'_>> = receipts
         .iter()
         .map(|r| {
-            let mut f = vec![
+            let mut fields = vec![
                 ("message-id", r.message_id.clone()),
                 ("status", r.status.as_str().to_string()),
             ];
             if let Some(why) = &r.reason {
-                f.push(("reason", why.clone()));
+                fields.push(("reason", why.clone()));
             }
-            f
+            Entry {
+                label: &r.to_alias,
+                fields,
+                text: None,
+            }
         })
         .collect();
-    let borrowed: Vec<Vec<(&str, &str)>> = fields
-        .iter()
-        .map(|f| f.iter().map(|(k, v)| (*k, v.as_str())).collect())
-        .collect();
-    let items: Vec<ListingItem<'_>> = receipts
-        .iter()
-        .zip(&borrowed)
-        .map(|(r, f)| ListingItem {
-            label: &r.to_alias,
-            fields: f,
-            text: None,
-        })
-        .collect();
-    envelope::frame_listing("outcomes of messages you sent", &items)
+    listing("outcomes of messages you sent", &entries)
 }
 
 #[cfg(test)]

@@ -381,43 +381,11 @@ impl Broker {
             .into_iter()
             .filter(|p| !p.is_self)
             .collect();
-        let fields: Vec<Vec<(&str, String)>> = peers
-            .iter()
-            .map(|p| {
-                let mut f = vec![("alive", p.alive.to_string())];
-                if let Some(c) = &p.client_type {
-                    f.push(("client", c.clone()));
-                }
-                if let Some(d) = &p.directory {
-                    f.push(("directory", d.clone()));
-                }
-                if let Some(v) = &p.plugin_version {
-                    f.push(("plugin_version", v.clone()));
-                    if p.client_type.as_deref() == Some("opencode") && v != own_version {
-                        f.push((
-                            "stale",
-                            format!("runs c2c-bridge {v}, this session runs {own_version}"),
-                        ));
-                    }
-                }
-                f
-            })
-            .collect();
-        let borrowed: Vec<Vec<(&str, &str)>> = fields
-            .iter()
-            .map(|f| f.iter().map(|(k, v)| (*k, v.as_str())).collect())
-            .collect();
-        let items: Vec<crate::envelope::ListingItem<'_>> = peers
-            .iter()
-            .zip(&borrowed)
-            .map(|(p, f)| crate::envelope::ListingItem {
-                label: &p.alias,
-                fields: f,
-                text: None,
-            })
-            .collect();
-        let title = format!("c2c peers of {} (you)", self.alias);
-        Ok(crate::envelope::frame_listing(&title, &items))
+        Ok(crate::framing::frame_peer_list(
+            &peers,
+            &self.alias,
+            own_version,
+        ))
     }
 
     /// Our own registration, or [`Error::NotRegistered`] when it is gone (swept, replaced
