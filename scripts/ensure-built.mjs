@@ -2,8 +2,8 @@
 //
 //   node scripts/ensure-built.mjs        (or: import { ensureBuilt } from './ensure-built.mjs')
 //
-// Runs `npx napi build --platform --release` (cargo is incremental: a no-change run takes a few
-// seconds) and `npx tsc -p plugin/tsconfig.json`, printing each command and how long it took.
+// Runs `npx napi build --platform --release` and `npx tsc -p plugin/tsconfig.json` when their
+// outputs are missing or older than their sources, printing each command and how long it took.
 // Throws (exits non-zero when run directly) if either fails.
 import { spawn } from 'node:child_process';
 import fs from 'node:fs';
@@ -12,10 +12,48 @@ import { fileURLToPath } from 'node:url';
 
 export const REPO_ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 
-/** The build steps, in order. */
+/** Newest modification time (ms) of the files under `rel` (a file or a directory), 0 if absent. */
+function newest(rel) {
+  const p = path.join(REPO_ROOT, rel);
+  if (!fs.existsSync(p)) return 0;
+  const st = fs.statSync(p);
+  if (!st.isDirectory()) return st.mtimeMs;
+  let max = 0;
+  for (const e of fs.readdirSync(p)) max = Math.max(max, newest(path.join(rel, e)));
+  return max;
+}
+
+/** Oldest output time (ms), 0 when any output is missing. */
+function oldest(rels) {
+  let min = Infinity;
+  for (const rel of rels) {
+    const t = newest(rel);
+    if (t === 0) return 0;
+    min = Math.min(min, t);
+  }
+  return min;
+}
+
+/**
+ * The build steps, in order. A step is skipped when its outputs are newer than its inputs
+ * (the napi CLI sets environment that makes cargo re-run build.rs and relink on every call,
+ * which costs a minute on two cores for nothing).
+ */
 export const STEPS = [
-  { what: 'native addon (release)', cmd: 'npx', args: ['napi', 'build', '--platform', '--release'] },
-  { what: 'OpenCode plugin', cmd: 'npx', args: ['tsc', '-p', 'plugin/tsconfig.json'] },
+  {
+    what: 'native addon (release)',
+    cmd: 'npx',
+    args: ['napi', 'build', '--platform', '--release'],
+    inputs: ['src', 'Cargo.toml', 'Cargo.lock', 'build.rs'],
+    outputs: ['c2c-bridge.linux-x64-gnu.node', 'index.js', 'index.d.ts'],
+  },
+  {
+    what: 'OpenCode plugin',
+    cmd: 'npx',
+    args: ['tsc', '-p', 'plugin/tsconfig.json'],
+    inputs: ['plugin/src', 'plugin/tsconfig.json', 'index.d.ts'],
+    outputs: ['plugin/dist/index.mjs'],
+  },
 ];
 
 /** @param {string} cmd @param {string[]} args @param {{quiet?: boolean}} o */
@@ -35,7 +73,7 @@ function run(cmd, args, o) {
 
 /**
  * Build the addon and the plugin.
- * @param {{log?: (line: string) => void, quiet?: boolean}} [o]
+ * @param {{log?: (line: string) => void, quiet?: boolean, force?: boolean}} [o]
  *   `log`: where progress lines go (default: stdout); `quiet`: capture the tools' own output
  *   and show it only on failure.
  * @returns {Promise<{step: string, ms: number}[]>}
@@ -47,6 +85,10 @@ export async function ensureBuilt(o = {}) {
   }
   const done = [];
   for (const s of STEPS) {
+    if (!o.force && oldest(s.outputs) > Math.max(...s.inputs.map(newest))) {
+      log(`[ensure-built] ${s.what}: up to date`);
+      continue;
+    }
     log(`[ensure-built] ${s.what}: ${s.cmd} ${s.args.join(' ')}`);
     const t0 = Date.now();
     await run(s.cmd, s.args, { quiet: o.quiet });
