@@ -58,6 +58,8 @@ pub enum ErrorCode {
     RateLimited,
     /// `E_NO_SUCH_HELD`: no held message with that number.
     NoSuchHeld,
+    /// `E_SESSION_ACTIVE`: the session id is registered by another live process.
+    SessionActive,
 }
 
 impl ErrorCode {
@@ -86,6 +88,7 @@ impl ErrorCode {
             ErrorCode::HopLimit => "E_HOP_LIMIT",
             ErrorCode::RateLimited => "E_RATE_LIMITED",
             ErrorCode::NoSuchHeld => "E_NO_SUCH_HELD",
+            ErrorCode::SessionActive => "E_SESSION_ACTIVE",
         }
     }
 }
@@ -246,6 +249,14 @@ pub enum Error {
         /// Seconds until one more message is allowed.
         retry_after_s: f64,
     },
+    /// The session id belongs to another live process.
+    #[error("session {session_id} is registered by another live process (pid {pid}); a session id is bound to one process until it exits — use attach to act for it from a CLI")]
+    SessionActive {
+        /// The session id.
+        session_id: String,
+        /// The live process holding it.
+        pid: u32,
+    },
     /// No held message with that number.
     #[error("no held message number {index}; list the held messages (/peers-inbox, or `c2c-bridge held`) and use a number from that list")]
     NoSuchHeld {
@@ -280,6 +291,7 @@ impl Error {
             Error::HopLimit { .. } => ErrorCode::HopLimit,
             Error::RateLimited { .. } => ErrorCode::RateLimited,
             Error::NoSuchHeld { .. } => ErrorCode::NoSuchHeld,
+            Error::SessionActive { .. } => ErrorCode::SessionActive,
         }
     }
 

@@ -80,21 +80,17 @@ pub fn validate_room_id(id: &str) -> Result<()> {
     Ok(())
 }
 
-/// A perm id (OpenCode's `per_…` ids and c2c's own): 1–128 chars of `[A-Za-z0-9_.:-]`, no
-/// leading dot.
+/// A perm id (OpenCode's `per_…` ids, uuids): 1–128 chars of `[A-Za-z0-9_-]` — the same set a
+/// `permission:<id>:<verdict>` reply can name, so every slot can be answered.
 ///
 /// # Errors
 /// [`Error::InvalidId`].
 pub fn validate_perm_id(id: &str) -> Result<()> {
-    if id.is_empty()
-        || id.len() > 128
-        || !charset_ok(id, &['_', '.', ':', '-'])
-        || id.starts_with('.')
-    {
+    if id.is_empty() || id.len() > 128 || !charset_ok(id, &['_', '-']) {
         return Err(Error::InvalidId {
             kind: "perm id",
             value: id.to_string(),
-            reason: "must be 1–128 characters of A–Z, a–z, 0–9, '_', '.', ':' and '-'".into(),
+            reason: "must be 1–128 characters of A–Z, a–z, 0–9, '_' and '-'".into(),
         });
     }
     Ok(())
@@ -209,7 +205,9 @@ mod tests {
         validate_room_id("dev-room_1").unwrap();
         assert!(validate_room_id("a.b").is_err());
         assert!(validate_room_id("../x").is_err());
-        validate_perm_id("per_abc:1.2-3").unwrap();
+        validate_perm_id("per_abc-1_2").unwrap();
+        assert!(validate_perm_id("per_a.b").is_err());
+        assert!(validate_perm_id("per:1").is_err());
         assert!(validate_perm_id("per/abc").is_err());
         assert!(validate_perm_id("").is_err());
     }

@@ -345,3 +345,36 @@ fn permission_replies_are_checked_at_the_gate_and_never_more_than_advice() {
             .unwrap();
     assert_eq!(slots[0]["verdict"], serde_json::Value::Null);
 }
+
+#[test]
+fn a_failed_release_moves_nothing() {
+    let r = root();
+    let a = open(
+        &r.path,
+        "ses_a",
+        "alice",
+        &r.path.parent().unwrap().join("pa"),
+        "accept",
+    );
+    let b = open(
+        &r.path,
+        "ses_b",
+        "bob",
+        &r.path.parent().unwrap().join("pb"),
+        "hold",
+    );
+    a.send("bob", "keep me", &SendOptions::default()).unwrap();
+    assert_eq!(b.gate_inbox().unwrap().held.len(), 1);
+    std::fs::write(r.path.join("ses_b.inbox.json"), b"garbage").unwrap();
+    let err = b.release_held(HeldSelector::All).unwrap_err();
+    assert_eq!(err.code(), ErrorCode::StoreCorrupt);
+    assert_eq!(b.held().unwrap().len(), 1, "the held message is still held");
+    assert_eq!(
+        std::fs::read(r.path.join("ses_b.inbox.json")).unwrap(),
+        b"garbage"
+    );
+    // once the inbox is repaired, the release goes through
+    std::fs::write(r.path.join("ses_b.inbox.json"), b"[]").unwrap();
+    assert_eq!(b.release_held(HeldSelector::All).unwrap().len(), 1);
+    assert_eq!(b.peek().unwrap()[0].content, "keep me");
+}

@@ -330,12 +330,8 @@ impl Broker {
         let (taken, _) = self.take_from_inbox_by_ids(&drop_ids)?;
         report.deliver.retain(|m| !drop_ids.contains(&m.message_id));
         report.dropped.extend(drop_ids.iter().cloned());
-        self.finish_removed(
-            taken,
-            Status::Dropped,
-            "unverified permission reply",
-            "c2c-bridge:permission-reply-dropped",
-        )?;
+        self.archive_values(&taken, "c2c-bridge:permission-reply-dropped")?;
+        self.report_removed(taken, Status::Dropped, "unverified permission reply");
         Ok(())
     }
 
@@ -451,18 +447,24 @@ impl Broker {
             .collect())
     }
 
-    /// Take the selected live held messages out of the held file (and, with `take_expired`,
-    /// every expired one), returning `(selected, expired)`.
-    fn take_held(&self, sel: Option<HeldSelector>) -> Result<(Vec<Value>, Vec<Value>)> {
+    /// Take the selected live held messages (and every expired one) out of the held file.
+    /// `before_write(selected, expired)` runs under the held lock *before* the held file is
+    /// rewritten, so whatever it does with them (archive, put back in the inbox) is durable
+    /// first: a failure there leaves the held file untouched, and a crash after it leaves at
+    /// most a copy behind, never a loss.
+    fn take_held(
+        &self,
+        sel: Option<HeldSelector>,
+        before_write: impl FnOnce(&[Value], &[Value]) -> Result<()>,
+    ) -> Result<(Vec<Value>, Vec<Value>)> {
         let now = crate::time::now_secs();
         let ttl = self.held_ttl.as_secs_f64();
         store::update_array(&self.held_path()?, self.lock_timeout(), |held| {
-            let (live, expired): (Vec<Value>, Vec<Value>) =
-                std::mem::take(held).into_iter().partition(|h| {
-                    h.get("held_at")
-                        .and_then(Value::as_f64)
-                        .is_some_and(|t| t + ttl > now)
-                });
+            let (live, expired): (Vec<Value>, Vec<Value>) = held.iter().cloned().partition(|h| {
+                h.get("held_at")
+                    .and_then(Value::as_f64)
+                    .is_some_and(|t| t + ttl > now)
+            });
             let mut selected = Vec::new();
             let mut rest = Vec::new();
             for (i, h) in live.into_iter().enumerate() {
@@ -483,9 +485,25 @@ impl Broker {
                 }
             }
             let changed = !selected.is_empty() || !expired.is_empty();
-            *held = rest;
+            if changed {
+                before_write(&selected, &expired)?;
+                *held = rest;
+            }
             Ok(((selected, expired), changed))
         })
+    }
+
+    /// Append held records to this session's archive, marked with `by`.
+    fn archive_values(&self, values: &[Value], by: &str) -> Result<()> {
+        if values.is_empty() {
+            return Ok(());
+        }
+        let now = crate::time::now_secs();
+        let lines: Vec<Value> = values
+            .iter()
+            .map(|v| archived(v.clone(), now, by, self.session_id()))
+            .collect();
+        store::append_jsonl(&self.root().archive(self.session_id())?, &lines)
     }
 
     /// Expire held messages past their time: archived, `expired` receipts and notices.
@@ -495,79 +513,57 @@ impl Broker {
     /// [`Error::Closed`], store errors.
     pub fn expire_held(&self) -> Result<Vec<String>> {
         self.check_open()?;
-        let (_, expired) = self.take_held(None)?;
-        self.finish_removed(
-            expired,
-            Status::Expired,
-            "held too long",
-            "c2c-bridge:expired",
-        )
+        let (_, expired) = self.take_held(None, |_, expired| {
+            self.archive_values(expired, "c2c-bridge:expired")
+        })?;
+        Ok(self.report_removed(expired, Status::Expired, "held too long"))
     }
 
     /// Remove held messages without delivering them: archived, `dropped` receipts and
     /// notices. Returns their ids.
     ///
     /// # Errors
-    /// [`Error::NoSuchHeld`], [`Error::Closed`], store errors.
+    /// [`Error::NoSuchHeld`], [`Error::Closed`], store errors (nothing is removed then).
     pub fn drop_held(&self, sel: HeldSelector) -> Result<Vec<String>> {
         self.check_open()?;
-        let (selected, expired) = self.take_held(Some(sel))?;
-        self.finish_removed(
-            expired,
-            Status::Expired,
-            "held too long",
-            "c2c-bridge:expired",
-        )?;
-        self.finish_removed(
-            selected,
-            Status::Dropped,
-            "dropped by the recipient",
-            "c2c-bridge:dropped",
-        )
+        let (selected, expired) = self.take_held(Some(sel), |selected, expired| {
+            self.archive_values(expired, "c2c-bridge:expired")?;
+            self.archive_values(selected, "c2c-bridge:dropped")
+        })?;
+        self.report_removed(expired, Status::Expired, "held too long");
+        Ok(self.report_removed(selected, Status::Dropped, "dropped by the recipient"))
     }
 
     /// Release held messages (a human's decision): they go back to the inbox marked
     /// `released`, and take the normal delivery path, where the gate accepts them unless the
-    /// policy is `refuse`. Returns their ids.
+    /// policy is `refuse`. Returns their ids. The inbox is written before the held file (both
+    /// locked, inbox first as in [`Broker::gate_inbox`]), so a failure moves nothing.
     ///
     /// # Errors
-    /// [`Error::NoSuchHeld`], [`Error::Closed`], store errors.
+    /// [`Error::NoSuchHeld`], [`Error::Closed`], store errors (nothing is moved then).
     pub fn release_held(&self, sel: HeldSelector) -> Result<Vec<String>> {
         self.check_open()?;
-        let (selected, expired) = self.take_held(Some(sel))?;
-        self.finish_removed(
-            expired,
-            Status::Expired,
-            "held too long",
-            "c2c-bridge:expired",
-        )?;
-        let ids: Vec<String> = selected
-            .iter()
-            .filter_map(|v| {
-                v.get("message_id")
-                    .and_then(Value::as_str)
-                    .map(str::to_string)
-            })
-            .collect();
-        let released: Vec<Value> = selected
-            .into_iter()
-            .map(|mut v| {
+        let inbox = self.root().inbox(self.session_id());
+        let _inbox_guard =
+            LockGuard::acquire(&store::lock::sidecar_path(&inbox), self.lock_timeout())?;
+        let (selected, expired) = self.take_held(Some(sel), |selected, expired| {
+            self.archive_values(expired, "c2c-bridge:expired")?;
+            let mut records = store::read_array(&inbox)?;
+            records.extend(selected.iter().cloned().map(|mut v| {
                 if let Value::Object(o) = &mut v {
                     o.remove("held_at");
                     o.remove("hold_reason");
                     o.insert("released".into(), Value::from(true));
                 }
                 v
-            })
+            }));
+            store::write_array_atomic(&inbox, &records)
+        })?;
+        self.report_removed(expired, Status::Expired, "held too long");
+        let ids: Vec<String> = selected
+            .iter()
+            .filter_map(|v| crate::inbox::raw_message_id(v).map(str::to_string))
             .collect();
-        store::update_array(
-            &self.root().inbox(self.session_id()),
-            self.lock_timeout(),
-            |recs| {
-                recs.extend(released);
-                Ok(((), true))
-            },
-        )?;
         self.audit().event(
             "held_release",
             fields! {"session" => short_hash(self.session_id()), "ids" => ids},
@@ -575,38 +571,26 @@ impl Broker {
         Ok(ids)
     }
 
-    fn finish_removed(
-        &self,
-        values: Vec<Value>,
-        status: Status,
-        why: &str,
-        by: &str,
-    ) -> Result<Vec<String>> {
-        if values.is_empty() {
-            return Ok(Vec::new());
-        }
-        let now = crate::time::now_secs();
+    /// Receipts, notices and the audit line for held records that left for good.
+    fn report_removed(&self, values: Vec<Value>, status: Status, why: &str) -> Vec<String> {
         let mut notices = Vec::new();
         let mut ids = Vec::new();
-        let lines: Vec<Value> = values
-            .into_iter()
-            .map(|v| {
-                if let Some(m) = Message::from_value(&v) {
-                    ids.push(m.message_id.clone());
-                    if let Some(sid) = &m.from_session_id {
-                        notices.push((sid.clone(), receipt(&m, status, why)));
-                    }
+        for v in &values {
+            if let Some(m) = Message::from_value(v) {
+                ids.push(m.message_id.clone());
+                if let Some(sid) = &m.from_session_id {
+                    notices.push((sid.clone(), receipt(&m, status, why)));
                 }
-                archived(v, now, by, self.session_id())
-            })
-            .collect();
-        store::append_jsonl(&self.root().archive(self.session_id())?, &lines)?;
-        self.audit().event(
-            "held_remove",
-            fields! {"session" => short_hash(self.session_id()), "status" => status.as_str(), "ids" => ids},
-        );
+            }
+        }
+        if !ids.is_empty() {
+            self.audit().event(
+                "held_remove",
+                fields! {"session" => short_hash(self.session_id()), "status" => status.as_str(), "ids" => ids},
+            );
+        }
         self.send_notices(notices);
-        Ok(ids)
+        ids
     }
 
     /// Acknowledge messages the plugin has handed on: [`Broker::ack`] plus a receipt for each

@@ -85,7 +85,12 @@ pub struct SweepReport {
 
 impl Broker {
     fn check_content(&self, content: &str) -> Result<()> {
-        if content.trim().is_empty() {
+        // Whitespace and invisible characters (zero-width spaces and joiners, word joiner,
+        // BOM) alone are no message.
+        let invisible = |c: char| {
+            c.is_whitespace() || matches!(c, '\u{200b}'..='\u{200d}' | '\u{2060}' | '\u{feff}')
+        };
+        if content.chars().all(invisible) {
             return Err(Error::Empty);
         }
         if content.len() > self.max_message_bytes() {
@@ -108,6 +113,24 @@ impl Broker {
     ) -> Result<Message> {
         let message_id = uuid::Uuid::new_v4().to_string();
         let now = crate::time::now_secs();
+        // Hops name sessions (session ids, or a c2c sender's alias when it wrote no via):
+        // anything else, or a huge entry, is a malformed chain.
+        for hop in &opts.via {
+            let ok = !hop.is_empty()
+                && hop.len() <= 128
+                && hop
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-'));
+            if !ok {
+                return Err(Error::InvalidOption {
+                    option: "via".into(),
+                    reason: format!(
+                        "hop {:?} is not a session id or alias",
+                        hop.chars().take(64).collect::<String>()
+                    ),
+                });
+            }
+        }
         let via = match crate::policy::hops::extend_via(&opts.via, self.session_id()) {
             Ok(via) => via,
             Err(limit) => {

@@ -133,6 +133,8 @@ pub struct Broker {
     closed: AtomicBool,
     watcher: Mutex<Option<InboxWatcher>>,
     inbound: InboundMode,
+    /// The pid registered by this handle (`None` for an attached handle).
+    pid: Option<u32>,
     held_cap: usize,
     held_ttl: Duration,
     rate: Mutex<RateLimiter>,
@@ -212,6 +214,7 @@ impl Broker {
                 .into_owned(),
         );
 
+        let own_pid = (!opts.attach).then(|| opts.pid.unwrap_or_else(std::process::id));
         let alias = if opts.attach {
             let regs = parse_all(&store::read_array(&root.registry())?);
             let own = regs
@@ -281,6 +284,7 @@ impl Broker {
             closed: AtomicBool::new(false),
             watcher: Mutex::new(None),
             inbound,
+            pid: own_pid,
             held_cap: opts.held_cap.unwrap_or(DEFAULT_HELD_CAP),
             held_ttl,
             rate: Mutex::new(rate),
@@ -441,9 +445,15 @@ impl Broker {
             return Ok(());
         }
         let sid = self.session_id.clone();
+        let pid = self.pid;
         store::update_array(&self.root.registry(), self.lock_timeout, |records| {
             let before = records.len();
-            records.retain(|v| v.get("session_id").and_then(Value::as_str) != Some(sid.as_str()));
+            // Only our own record: a successor that registered the same session id (after
+            // this handle's process was deemed dead, or from another process) keeps its own.
+            records.retain(|v| {
+                v.get("session_id").and_then(Value::as_str) != Some(sid.as_str())
+                    || v.get("pid").and_then(Value::as_u64).map(|p| p as u32) != pid
+            });
             Ok(((), records.len() != before))
         })?;
         self.log.event(
@@ -502,6 +512,17 @@ pub fn register(root: &BrokerRoot, reg: Registration, lock_timeout: Duration) ->
                 alias: reg.alias.clone(),
                 owner_session_id: holder.session_id.clone(),
                 suggestion: free_alternative(&reg.alias, &regs),
+            });
+        }
+        // A session id belongs to one live process: another process re-registering it would
+        // take its mail and silently unregister it. The same process (plugin restart within
+        // OpenCode) and a successor after the holder died may.
+        if let Some(holder) = regs.iter().find(|r| {
+            r.session_id == reg.session_id && r.pid.is_some() && r.pid != reg.pid && r.is_alive()
+        }) {
+            return Err(Error::SessionActive {
+                session_id: reg.session_id.clone(),
+                pid: holder.pid.unwrap_or_default(),
             });
         }
         crate::pending::check_alias_reuse(root, &reg.alias, &reg.session_id, &regs)?;

@@ -225,7 +225,8 @@ impl Broker {
         let mut rooms = Vec::new();
         for e in entries.flatten() {
             let room_id = e.file_name().to_string_lossy().into_owned();
-            if validate_room_id(&room_id).is_err() {
+            // `file_type` does not follow symlinks: a planted link is not a room.
+            if validate_room_id(&room_id).is_err() || !e.file_type().is_ok_and(|t| t.is_dir()) {
                 continue;
             }
             let members = store::read_array(&e.path().join("members.json"))?;

@@ -96,8 +96,11 @@ impl JsBroker {
             w => w,
         };
         let held_ttl = match options.held_ttl_secs {
-            Some(t) if !(t.is_finite() && t > 0.0) => {
-                return Err(bad_option("heldTtlSecs", "a positive number of seconds"))
+            Some(t) if !(t.is_finite() && t > 0.0 && t <= 31_536_000.0) => {
+                return Err(bad_option(
+                    "heldTtlSecs",
+                    "a number of seconds from 0 to 31536000 (a year)",
+                ))
             }
             t => t.map(Duration::from_secs_f64),
         };

@@ -143,6 +143,7 @@ pub fn category_id(c: Category) -> &'static str {
         Category::GitConfig => "git-config",
         Category::Scheduling => "scheduling",
         Category::Privilege => "privilege",
+        Category::BrokerState => "broker-state",
     }
 }
 

@@ -134,6 +134,11 @@ pub enum Category {
     Scheduling,
     /// Privilege: sudoers, `/etc/sudoers.d/`, accounts.
     Privilege,
+    /// c2c broker state and identity: the broker root (`~/.c2c/`, `$XDG_STATE_HOME/c2c/`),
+    /// host-local approval verdicts (`approval-verdict/`, `c2c-bridge approval-reply`), and
+    /// commands that act as another c2c session (`C2C_MCP_SESSION_ID=…`). A peer-triggered turn
+    /// must not write the verdict a human is asked for, nor send as someone else.
+    BrokerState,
 }
 
 impl Category {
@@ -147,6 +152,7 @@ impl Category {
             Category::GitConfig => "git configuration",
             Category::Scheduling => "scheduling/persistence",
             Category::Privilege => "privilege",
+            Category::BrokerState => "c2c broker state",
         }
     }
 }
@@ -671,6 +677,16 @@ impl<'a> Checker<'a> {
                 }
             }
             argv.extend(self.expand(w, st, depth));
+        }
+        // Naming another c2c session for a command (c2c's CLI and ours take the acting session
+        // from this variable) is acting as someone else.
+        if assigns.iter().any(|(k, _)| k == "C2C_MCP_SESSION_ID") {
+            self.report(
+                Category::BrokerState,
+                None,
+                "sets C2C_MCP_SESSION_ID: acts as a c2c session chosen by the command (c2c broker state)".into(),
+            );
+            return None;
         }
         if argv.is_empty() {
             for (k, v) in assigns {

@@ -50,9 +50,10 @@ impl RateConfig {
         if self.burst == 0 {
             return Err(InvalidRateConfig("burst must be at least 1"));
         }
-        if !self.window_s.is_finite() || self.window_s <= 0.0 || self.window_s > 86_400.0 {
+        // Below a tenth of a second the bucket refills faster than anyone can send: no limit.
+        if !self.window_s.is_finite() || self.window_s < 0.1 || self.window_s > 86_400.0 {
             return Err(InvalidRateConfig(
-                "window_s must be a finite number of seconds in (0, 86400]",
+                "window_s must be a number of seconds from 0.1 to 86400",
             ));
         }
         if self.max_pairs == 0 {

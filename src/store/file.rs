@@ -72,15 +72,19 @@ fn json_kind(v: &Value) -> &'static str {
 }
 
 /// Copy unreadable bytes aside and build the error that names both files.
+/// The copy is named after the bytes (`X.corrupt.<first 16 hex of sha256>`), so reading the
+/// same bad file again — the plugin looks at an inbox every few seconds — makes no new copy.
 fn corrupt(path: &Path, bytes: &[u8], detail: String) -> Error {
-    let stamp = (crate::time::now_secs() * 1000.0) as u64;
+    use sha2::{Digest, Sha256};
+    let digest = hex::encode(Sha256::digest(bytes));
     let mut name = path.file_name().unwrap_or_default().to_os_string();
-    name.push(format!(".corrupt.{stamp}"));
+    name.push(format!(".corrupt.{}", &digest[..16]));
     let copy = path.with_file_name(name);
-    let copy_result = create_new_0600(&copy).and_then(|mut f| {
-        f.write_all(bytes)?;
-        f.sync_all()
-    });
+    let copy_result = match create_new_0600(&copy) {
+        Ok(mut f) => f.write_all(bytes).and_then(|_| f.sync_all()),
+        Err(e) if e.kind() == ErrorKind::AlreadyExists => Ok(()),
+        Err(e) => Err(e),
+    };
     Error::StoreCorrupt {
         path: path.to_path_buf(),
         copy: copy_result.ok().map(|_| copy),
@@ -286,6 +290,19 @@ mod tests {
             }
             // the original is untouched
             assert_eq!(std::fs::read(&p).unwrap(), *bytes);
+            // reading it again makes no second copy
+            assert!(read_array(&p).is_err());
+            let copies = std::fs::read_dir(d.path())
+                .unwrap()
+                .filter(|e| {
+                    e.as_ref()
+                        .unwrap()
+                        .file_name()
+                        .to_string_lossy()
+                        .contains(".corrupt.")
+                })
+                .count();
+            assert_eq!(copies, 1, "case {i}");
         }
     }
 

@@ -264,7 +264,8 @@ impl BrokerRoot {
         self.path.join("broker.log")
     }
 
-    /// `rooms/<room_id>/`, created (0700, with `rooms/`) when `create` is set.
+    /// `rooms/<room_id>/`, created (0700, with `rooms/`) when `create` is set. Either way a
+    /// symlink or non-directory in its place (or in place of `rooms/`) is refused.
     ///
     /// # Errors
     /// As [`ensure_private_dir`].
@@ -274,6 +275,17 @@ impl BrokerRoot {
         if create {
             ensure_private_dir(&rooms)?;
             ensure_private_dir(&dir)?;
+        } else {
+            for p in [&rooms, &dir] {
+                if let Ok(m) = std::fs::symlink_metadata(p) {
+                    if !m.file_type().is_dir() {
+                        return Err(Error::RootInsecure {
+                            path: p.clone(),
+                            reason: "it is a symlink or not a directory; c2c-bridge never follows symlinks inside the broker root".into(),
+                        });
+                    }
+                }
+            }
         }
         Ok(dir)
     }

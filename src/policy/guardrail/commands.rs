@@ -29,6 +29,21 @@ impl Checker<'_> {
         }
         let p = prog.as_str();
         let what = format!("`{p}`");
+        // `npx c2c-bridge …`, `node bin/c2c-bridge.js …`: judge the c2c command itself.
+        if matches!(p, "npx" | "pnpx" | "bunx" | "node" | "nodejs" | "bun") {
+            if let Some(k) = args.iter().position(|a| !a.starts_with('-')) {
+                let name = args[k].rsplit('/').next().unwrap_or("");
+                let stem = [".js", ".cjs", ".mjs"]
+                    .iter()
+                    .find_map(|x| name.strip_suffix(x))
+                    .unwrap_or(name);
+                if stem == "c2c-bridge" || stem == "c2c" {
+                    let mut v = vec!["c2c-bridge".to_string()];
+                    v.extend_from_slice(&args[k + 1..]);
+                    return self.dispatch(&v, st, cx);
+                }
+            }
+        }
         match p {
             // Control keywords: look through them.
             "if" | "then" | "else" | "elif" | "do" | "while" | "until" | "!" | "{" | "time"
@@ -962,6 +977,26 @@ impl Checker<'_> {
         let some =
             |c: Category, path: &str, how: &'static str| Some((c, Some(path.to_owned()), how));
         match p {
+            // Our CLI and c2c's: writing a host-local approval verdict, or acting as a session
+            // named on the command line, is never a peer-triggered turn's to do.
+            "c2c-bridge" | "c2c" => match first {
+                Some("approval-reply" | "authorize" | "approve" | "deny") => some(
+                    BrokerState,
+                    "approval-verdict/",
+                    "writes a host-local approval verdict, which only a human may write",
+                ),
+                _ if args
+                    .iter()
+                    .any(|a| a == "--session-id" || a.starts_with("--session-id=")) =>
+                {
+                    Some((
+                        BrokerState,
+                        None,
+                        "acts as a c2c session named on the command line",
+                    ))
+                }
+                _ => None,
+            },
             "crontab" => {
                 // Only `crontab -l [-u user]` leaves the crontab alone.
                 let user = args

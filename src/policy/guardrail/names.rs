@@ -29,6 +29,9 @@ const ANY_COMPONENT: &[Rule] = &[
     ("cron.weekly", Scheduling),
     ("cron.monthly", Scheduling),
     ("sudoers.d", Privilege),
+    (".c2c", BrokerState),
+    ("approval-verdict", BrokerState),
+    ("approval-pending", BrokerState),
 ];
 
 /// Directories under a `.config` component.
@@ -91,6 +94,8 @@ const PAIRS: &[(&str, &str, Category)] = &[
     (".gem", "credentials", Credentials),
     ("opencode", "auth.json", Credentials),
     ("spool", "cron", Scheduling),
+    // $XDG_STATE_HOME/c2c (default ~/.local/state/c2c): c2c's per-repository broker roots.
+    ("state", "c2c", BrokerState),
 ];
 
 /// Entries directly under `/etc`.
