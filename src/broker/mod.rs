@@ -4,6 +4,8 @@
 //! `(session_id, alias)` and no method takes a session id or alias to act as someone else.
 //! The recipient of a send is a *target*, never an identity.
 
+#[cfg(test)]
+mod cache_tests;
 mod gate;
 mod messaging;
 mod pending;
@@ -11,7 +13,7 @@ mod rooms;
 
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use serde_json::Value;
@@ -22,7 +24,7 @@ use crate::ids::{alias_eq, validate_alias, validate_session_id};
 use crate::log::{short_hash, AuditLog};
 use crate::policy::inbound::InboundMode;
 use crate::policy::rate::RateLimiter;
-use crate::registry::{free_alternative, parse_all, Registration};
+use crate::registry::{free_alternative, parse_all, Registration, RegistryCache};
 use crate::store::root::{resolve_path, RootEnv};
 use crate::store::{self, BrokerRoot};
 use crate::watch::InboxWatcher;
@@ -136,6 +138,8 @@ pub struct Broker {
     held_cap: usize,
     held_ttl: Duration,
     rate: Mutex<RateLimiter>,
+    /// The parsed `registry.json`, reused while the file is unchanged.
+    registry_cache: RegistryCache,
 }
 
 impl Broker {
@@ -284,6 +288,7 @@ impl Broker {
             held_cap: opts.held_cap.unwrap_or(DEFAULT_HELD_CAP),
             held_ttl,
             rate: Mutex::new(rate),
+            registry_cache: RegistryCache::new(),
         })
     }
 
@@ -338,6 +343,17 @@ impl Broker {
         self.lock_timeout
     }
 
+    /// The registrations of the root, parsed once per version of `registry.json` (see
+    /// [`RegistryCache`]). Liveness is not part of it: callers check it per call.
+    pub(crate) fn registrations(&self) -> Result<Arc<Vec<Registration>>> {
+        self.registry_cache.load(&self.root.registry())
+    }
+
+    /// Forget the cached registrations after this handle wrote `registry.json`.
+    pub(crate) fn registry_written(&self) {
+        self.registry_cache.invalidate();
+    }
+
     pub(crate) fn check_open(&self) -> Result<()> {
         if self.closed.load(Ordering::Acquire) {
             Err(Error::Closed)
@@ -352,19 +368,31 @@ impl Broker {
     /// [`Error::Closed`], store errors.
     pub fn list_peers(&self) -> Result<Vec<Peer>> {
         self.check_open()?;
-        let regs = parse_all(&store::read_array(&self.root.registry())?);
+        let regs = self.registrations()?;
+        // Liveness is read fresh on every call; within this one call each pid is read once.
+        let mut starts: std::collections::HashMap<u32, Option<u64>> =
+            std::collections::HashMap::new();
         Ok(regs
-            .into_iter()
+            .iter()
             .map(|r| Peer {
-                alive: r.is_alive(),
+                alive: match r.pid {
+                    None => true,
+                    Some(pid) => match *starts
+                        .entry(pid)
+                        .or_insert_with(|| crate::liveness::pid_start_time(pid))
+                    {
+                        None => false,
+                        Some(actual) => r.pid_start_time.is_none_or(|s| s == actual),
+                    },
+                },
                 is_self: r.session_id == self.session_id,
-                alias: r.alias,
-                session_id: r.session_id,
+                alias: r.alias.clone(),
+                session_id: r.session_id.clone(),
                 pid: r.pid,
                 registered_at: r.registered_at,
-                plugin_version: r.plugin_version,
-                client_type: r.client_type,
-                directory: r.directory,
+                plugin_version: r.plugin_version.clone(),
+                client_type: r.client_type.clone(),
+                directory: r.directory.clone(),
             })
             .collect())
     }
@@ -473,11 +501,13 @@ impl Broker {
             return Ok(());
         }
         let sid = self.session_id.clone();
-        store::update_array(&self.root.registry(), self.lock_timeout, |records| {
+        let result = store::update_array(&self.root.registry(), self.lock_timeout, |records| {
             let before = records.len();
             records.retain(|v| v.get("session_id").and_then(Value::as_str) != Some(sid.as_str()));
             Ok(((), records.len() != before))
-        })?;
+        });
+        self.registry_written();
+        result?;
         self.log.event(
             "unregister",
             fields! {"alias" => self.alias, "session" => short_hash(&self.session_id)},

@@ -41,22 +41,44 @@ pub(crate) fn open_read_nofollow(path: &Path) -> std::io::Result<File> {
 /// [`Error::StoreCorrupt`] (after copying the bytes aside) when the file is not a JSON array;
 /// [`Error::Io`] on any other read failure, including a symlink in the file's place.
 pub fn read_array(path: &Path) -> Result<Vec<Value>> {
+    match read_bytes(path)? {
+        None => Ok(Vec::new()),
+        Some((_, bytes)) => parse_array(path, &bytes),
+    }
+}
+
+/// The bytes of `path` (opened without following a symlink) and the metadata of the file
+/// they were read from, taken with `fstat` *before* the read; `None` when it is absent.
+///
+/// # Errors
+/// [`Error::Io`] on any failure other than absence, including a symlink in the file's place.
+pub(crate) fn read_bytes(path: &Path) -> Result<Option<(std::fs::Metadata, Vec<u8>)>> {
     let mut file = match open_read_nofollow(path) {
         Ok(f) => f,
-        Err(e) if e.kind() == ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(e) if e.kind() == ErrorKind::NotFound => return Ok(None),
         Err(e) => return Err(Error::io(path, e)),
     };
-    let mut bytes = Vec::new();
+    let meta = file.metadata().map_err(|e| Error::io(path, e))?;
+    let mut bytes = Vec::with_capacity(meta.len() as usize + 1);
     file.read_to_end(&mut bytes)
         .map_err(|e| Error::io(path, e))?;
-    match serde_json::from_slice::<Value>(&bytes) {
+    Ok(Some((meta, bytes)))
+}
+
+/// Parse the bytes of a JSON-array file read from `path`; anything but a JSON array is
+/// [`Error::StoreCorrupt`] (the bytes are copied aside first).
+///
+/// # Errors
+/// [`Error::StoreCorrupt`].
+pub(crate) fn parse_array(path: &Path, bytes: &[u8]) -> Result<Vec<Value>> {
+    match serde_json::from_slice::<Value>(bytes) {
         Ok(Value::Array(items)) => Ok(items),
         Ok(other) => Err(corrupt(
             path,
-            &bytes,
+            bytes,
             format!("expected a JSON array, found {}", json_kind(&other)),
         )),
-        Err(e) => Err(corrupt(path, &bytes, e.to_string())),
+        Err(e) => Err(corrupt(path, bytes, e.to_string())),
     }
 }
 
