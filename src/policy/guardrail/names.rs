@@ -2,6 +2,9 @@
 //! sentinel glob, and [`categorize`], which maps a normalised absolute path to its
 //! [`Category`].
 
+use std::collections::HashMap;
+use std::sync::OnceLock;
+
 use unicode_normalization::UnicodeNormalization;
 
 use super::shell::{ONE, STAR, UNK};
@@ -128,6 +131,20 @@ pub(super) struct Comp {
 }
 
 pub(super) fn norm_comp(raw: &str) -> Comp {
+    if raw.is_ascii() {
+        // ASCII is NFKC-stable, holds no sentinel, and its only invisible characters are the
+        // controls (C0 and DEL); lowercasing is the ASCII one.
+        let s: String = raw
+            .bytes()
+            .filter(|&b| b >= 0x20 && b != 0x7f)
+            .map(|b| char::from(b.to_ascii_lowercase()))
+            .collect();
+        return Comp {
+            s,
+            pattern: false,
+            opaque: false,
+        };
+    }
     let s: String = raw
         .nfkc()
         .filter(|&c| !crate::envelope::needs_escape(c))
@@ -188,22 +205,72 @@ pub(super) fn glob(pat: &str, name: &str) -> bool {
     pi == p.len()
 }
 
+/// A literal-name index of one table: the first rule of each name (as a scan finds it).
+struct Index(HashMap<&'static str, Category>);
+
+impl Index {
+    fn build(table: &[Rule]) -> Index {
+        let mut m = HashMap::with_capacity(table.len());
+        for &(name, cat) in table {
+            m.entry(name).or_insert(cat);
+        }
+        Index(m)
+    }
+}
+
+struct Indexes {
+    any_component: Index,
+    config_sub: Index,
+    last_name: Index,
+    etc: Index,
+    /// Parents of [`PAIRS`].
+    pair_parents: HashMap<&'static str, ()>,
+}
+
+fn indexes() -> &'static Indexes {
+    static INDEXES: OnceLock<Indexes> = OnceLock::new();
+    INDEXES.get_or_init(|| Indexes {
+        any_component: Index::build(ANY_COMPONENT),
+        config_sub: Index::build(CONFIG_SUB),
+        last_name: Index::build(LAST_NAME),
+        etc: Index::build(ETC),
+        pair_parents: PAIRS.iter().map(|&(a, _, _)| (a, ())).collect(),
+    })
+}
+
+/// The first rule of `table` that `c` matches: one hash lookup for a literal component, the
+/// table scan (glob matching) for a pattern. An opaque component matches nothing either way.
+fn find_rule(c: &Comp, table: &[Rule], index: &Index) -> Option<Category> {
+    if c.pattern {
+        table
+            .iter()
+            .find(|(name, _)| c.is(name))
+            .map(|(_, cat)| *cat)
+    } else {
+        index.0.get(c.s.as_str()).copied()
+    }
+}
+
 /// The category of a normalised absolute path, if protected.
 pub(super) fn categorize(comps: &[Comp]) -> Option<Category> {
+    let ix = indexes();
     let n = comps.len();
     for (i, c) in comps.iter().enumerate() {
-        if let Some((_, cat)) = ANY_COMPONENT.iter().find(|(name, _)| c.is(name)) {
-            return Some(*cat);
+        if let Some(cat) = find_rule(c, ANY_COMPONENT, &ix.any_component) {
+            return Some(cat);
         }
         let next = comps.get(i + 1);
         if let Some(next) = next {
             if c.is(".config") {
-                if let Some((_, cat)) = CONFIG_SUB.iter().find(|(name, _)| next.is(name)) {
-                    return Some(*cat);
+                if let Some(cat) = find_rule(next, CONFIG_SUB, &ix.config_sub) {
+                    return Some(cat);
                 }
             }
-            if let Some((_, _, cat)) = PAIRS.iter().find(|(a, b, _)| c.is(a) && next.is(b)) {
-                return Some(*cat);
+            // A literal parent that starts no pair cannot match any (all pairs are literal).
+            if c.pattern || ix.pair_parents.contains_key(c.s.as_str()) {
+                if let Some((_, _, cat)) = PAIRS.iter().find(|(a, b, _)| c.is(a) && next.is(b)) {
+                    return Some(*cat);
+                }
             }
         }
         if i + 1 == n {
@@ -213,14 +280,14 @@ pub(super) fn categorize(comps: &[Comp]) -> Option<Category> {
             if c.is_env_file() {
                 return Some(Credentials);
             }
-            if let Some((_, cat)) = LAST_NAME.iter().find(|(name, _)| c.is(name)) {
-                return Some(*cat);
+            if let Some(cat) = find_rule(c, LAST_NAME, &ix.last_name) {
+                return Some(cat);
             }
         }
     }
     if n >= 2 && comps[0].is("etc") {
-        if let Some((_, cat)) = ETC.iter().find(|(name, _)| comps[1].is(name)) {
-            return Some(*cat);
+        if let Some(cat) = find_rule(&comps[1], ETC, &ix.etc) {
+            return Some(cat);
         }
     }
     None
