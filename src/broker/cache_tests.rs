@@ -1,5 +1,5 @@
-//! The per-handle registry cache seen through the broker: registrations and removals by
-//! other handles (other writers) and by this handle are seen on the next call.
+//! The per-handle registry cache seen through the broker (registrations and removals by
+//! other writers and by this handle are seen on the next call), and inbox creation at open.
 
 use std::path::Path;
 
@@ -112,4 +112,45 @@ fn liveness_is_fresh_on_every_call() {
             .code(),
         ErrorCode::RecipientDead
     );
+}
+
+#[test]
+fn open_creates_a_missing_inbox_and_leaves_an_existing_one_alone() {
+    use std::os::unix::fs::MetadataExt;
+    let d = root();
+    let a = open(d.path(), "ses_a", "alice");
+    let inbox = d.path().join("ses_a.inbox.json");
+    assert_eq!(std::fs::read(&inbox).unwrap(), b"[]");
+    assert_eq!(std::fs::metadata(&inbox).unwrap().mode() & 0o777, 0o600);
+    let b = open(d.path(), "ses_b", "bob");
+    b.send("alice", "hi", &SendOptions::default()).unwrap();
+    a.close().unwrap();
+    let before = std::fs::read(&inbox).unwrap();
+    let ino = std::fs::metadata(&inbox).unwrap().ino();
+    let _a = open(d.path(), "ses_a", "alice");
+    assert_eq!(std::fs::read(&inbox).unwrap(), before, "mail kept");
+    assert_eq!(
+        std::fs::metadata(&inbox).unwrap().ino(),
+        ino,
+        "not rewritten"
+    );
+    // No temp file is left in the root.
+    let tmp: Vec<_> = std::fs::read_dir(d.path())
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .filter(|e| e.file_name().to_string_lossy().contains(".tmp."))
+        .collect();
+    assert!(tmp.is_empty());
+    // An unreadable existing inbox still fails the open, as before.
+    std::fs::write(d.path().join("ses_c.inbox.json"), b"[{").unwrap();
+    let err = Broker::open(OpenOptions {
+        session_id: "ses_c".into(),
+        alias: Some("carol".into()),
+        root: Some(d.path().to_path_buf()),
+        directory: Some(d.path().to_path_buf()),
+        permission_ttl_env: Some(String::new()),
+        ..Default::default()
+    })
+    .unwrap_err();
+    assert_eq!(err.code(), ErrorCode::StoreCorrupt);
 }

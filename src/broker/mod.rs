@@ -249,7 +249,7 @@ impl Broker {
             };
             let mut attempts = 0;
             let alias = loop {
-                match register(&root, reg.clone(), lock_timeout) {
+                match register_no_dir_sync(&root, reg.clone(), lock_timeout) {
                     Ok(()) => break reg.alias.clone(),
                     Err(Error::AliasTaken { suggestion, .. })
                         if opts.auto_alias && attempts < 64 =>
@@ -265,8 +265,11 @@ impl Broker {
                 fields! {"alias" => alias, "session" => short_hash(&opts.session_id)},
             );
             // c2c creates the inbox at registration; a reader then sees `[]`, not ENOENT.
-            let inbox = root.inbox(&opts.session_id);
-            store::update_array(&inbox, lock_timeout, |_| Ok(((), !inbox.exists())))?;
+            // Both the registry and a new inbox were renamed into the root without a
+            // directory fsync; one fsync of the root makes both renames durable.
+            let inbox = ensure_inbox(&root, &opts.session_id, lock_timeout);
+            store::file::sync_dir(root.path())?;
+            inbox?;
             messaging::rescue_dead_letters(&root, &opts.session_id, lock_timeout, &log)?;
             alias
         };
@@ -555,7 +558,41 @@ fn pending_caps(opts: &OpenOptions) -> Result<crate::pending::Caps> {
 /// # Errors
 /// [`Error::AliasTaken`], [`Error::AliasPending`], store errors.
 pub fn register(root: &BrokerRoot, reg: Registration, lock_timeout: Duration) -> Result<()> {
-    store::update_array(&root.registry(), lock_timeout, |records| {
+    register_no_dir_sync(root, reg, lock_timeout)?;
+    store::file::sync_dir(root.path())
+}
+
+/// [`register`] up to the rename of `registry.json`; the caller fsyncs the root directory.
+fn register_no_dir_sync(
+    root: &BrokerRoot,
+    reg: Registration,
+    lock_timeout: Duration,
+) -> Result<()> {
+    let path = root.registry();
+    let _guard = store::LockGuard::acquire(&store::lock::sidecar_path(&path), lock_timeout)?;
+    let mut records = store::read_array(&path)?;
+    register_records(root, &reg, &mut records)?;
+    let bytes = serde_json::to_vec(&records).map_err(|e| Error::io(&path, e.into()))?;
+    store::file::replace_durable_file(&path, &bytes)
+}
+
+/// Create `<session_id>.inbox.json` as `[]` under its lock when it does not exist (temp file,
+/// fsync, rename; the caller fsyncs the directory). An existing inbox is only read, so a
+/// corrupt one or a symlink in its place is reported as before.
+fn ensure_inbox(root: &BrokerRoot, session_id: &str, lock_timeout: Duration) -> Result<()> {
+    let inbox = root.inbox(session_id);
+    let _guard = store::LockGuard::acquire(&store::lock::sidecar_path(&inbox), lock_timeout)?;
+    match std::fs::symlink_metadata(&inbox) {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            store::file::replace_durable_file(&inbox, b"[]")
+        }
+        _ => store::read_array(&inbox).map(drop),
+    }
+}
+
+/// The decision of [`register`] on the records read under the registry lock.
+fn register_records(root: &BrokerRoot, reg: &Registration, records: &mut Vec<Value>) -> Result<()> {
+    {
         let regs = parse_all(records);
         if let Some(holder) = regs.iter().find(|r| {
             alias_eq(&r.alias, &reg.alias) && r.session_id != reg.session_id && r.is_alive()
@@ -572,6 +609,6 @@ pub fn register(root: &BrokerRoot, reg: Registration, lock_timeout: Duration) ->
             None => true,
         });
         records.push(reg.to_value());
-        Ok(((), true))
-    })
+        Ok(())
+    }
 }

@@ -133,6 +133,17 @@ pub fn write_array_atomic(path: &Path, records: &[Value]) -> Result<()> {
 /// # Errors
 /// [`Error::Io`] naming the file that failed.
 pub fn write_bytes_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
+    replace_durable_file(path, bytes)?;
+    sync_dir(path.parent().unwrap_or(Path::new(".")))
+}
+
+/// Steps 1–3 of an atomic replace (temp file, fsync, rename) without the directory fsync:
+/// the caller must [`sync_dir`] the parent before it reports success, and may share that one
+/// directory fsync between several files of the same directory.
+///
+/// # Errors
+/// [`Error::Io`] naming the file that failed.
+pub(crate) fn replace_durable_file(path: &Path, bytes: &[u8]) -> Result<()> {
     let mut tmp_name = path.file_name().unwrap_or_default().to_os_string();
     tmp_name.push(format!(".tmp.{}", std::process::id()));
     let tmp = path.with_file_name(tmp_name);
@@ -156,7 +167,7 @@ pub fn write_bytes_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
         let _ = std::fs::remove_file(&tmp);
         return Err(Error::io(path, e));
     }
-    sync_dir(path.parent().unwrap_or(Path::new(".")))
+    Ok(())
 }
 
 /// fsync a directory so a rename or create inside it is durable.
