@@ -341,7 +341,7 @@ impl<'a> Checker<'a> {
     fn new(ctx: &'a PathContext, fs: &'a dyn FsProbe) -> Self {
         let home = path_comps(&ctx.home);
         let worktree = path_comps(&ctx.worktree);
-        let norm = |comps: &[String]| comps.iter().map(|c| norm_comp(c).s).collect();
+        let norm = |comps: &[String]| comps.iter().map(|c| norm_comp(c).s.into_owned()).collect();
         Checker {
             ctx,
             fs,
@@ -397,7 +397,9 @@ impl<'a> Checker<'a> {
             return false;
         }
         let lexical = &key.0;
-        let mut candidates = vec![lexical.clone()];
+        // The lexical path first, then the same path through links made by `ln` earlier in
+        // the command, then through the file system.
+        let mut candidates: Vec<Vec<String>> = Vec::new();
         for (link, target) in &self.links {
             if lexical.len() >= link.len() && lexical[..link.len()] == link[..] {
                 let mut c = target.clone();
@@ -412,7 +414,7 @@ impl<'a> Checker<'a> {
                 }
             }
         }
-        for comps in &candidates {
+        for comps in std::iter::once(lexical).chain(&candidates) {
             let norm: Vec<Comp> = comps.iter().map(|c| norm_comp(c)).collect();
             let cat = categorize(&norm).or_else(|| {
                 if access == Access::Subtree {

@@ -2,6 +2,7 @@
 //! sentinel glob, and [`categorize`], which maps a normalised absolute path to its
 //! [`Category`].
 
+use std::borrow::Cow;
 use std::collections::HashMap;
 use std::sync::OnceLock;
 
@@ -124,21 +125,30 @@ const ETC: &[Rule] = &[
 ];
 
 /// One normalised path component. `s` may hold glob/unknown sentinels.
-pub(super) struct Comp {
-    pub(super) s: String,
+pub(super) struct Comp<'a> {
+    pub(super) s: Cow<'a, str>,
     pub(super) pattern: bool,
     pub(super) opaque: bool,
 }
 
-pub(super) fn norm_comp(raw: &str) -> Comp {
+pub(super) fn norm_comp(raw: &str) -> Comp<'_> {
     if raw.is_ascii() {
         // ASCII is NFKC-stable, holds no sentinel, and its only invisible characters are the
-        // controls (C0 and DEL); lowercasing is the ASCII one.
-        let s: String = raw
+        // controls (C0 and DEL); lowercasing is the ASCII one. Already normalised (the usual
+        // case): borrowed, no allocation.
+        let s: Cow<'_, str> = if raw
             .bytes()
-            .filter(|&b| b >= 0x20 && b != 0x7f)
-            .map(|b| char::from(b.to_ascii_lowercase()))
-            .collect();
+            .all(|b| b >= 0x20 && b != 0x7f && !b.is_ascii_uppercase())
+        {
+            Cow::Borrowed(raw)
+        } else {
+            Cow::Owned(
+                raw.bytes()
+                    .filter(|&b| b >= 0x20 && b != 0x7f)
+                    .map(|b| char::from(b.to_ascii_lowercase()))
+                    .collect(),
+            )
+        };
         return Comp {
             s,
             pattern: false,
@@ -152,24 +162,28 @@ pub(super) fn norm_comp(raw: &str) -> Comp {
         .collect();
     let pattern = s.chars().any(|c| matches!(c, STAR | ONE | UNK));
     let opaque = !s.is_empty() && s.chars().all(|c| c == UNK);
-    Comp { s, pattern, opaque }
+    Comp {
+        s: Cow::Owned(s),
+        pattern,
+        opaque,
+    }
 }
 
-impl Comp {
+impl Comp<'_> {
     pub(super) fn is(&self, name: &str) -> bool {
         if self.opaque {
             false
         } else if self.pattern {
             glob(&self.s, name)
         } else {
-            self.s == name
+            *self.s == *name
         }
     }
     pub(super) fn is_env_file(&self) -> bool {
         if self.pattern {
             !self.opaque && (glob(&self.s, ".env") || glob(&self.s, ".env.local"))
         } else {
-            self.s == ".env" || self.s.starts_with(".env.")
+            *self.s == *".env" || self.s.starts_with(".env.")
         }
     }
 }
@@ -247,7 +261,7 @@ fn find_rule(c: &Comp, table: &[Rule], index: &Index) -> Option<Category> {
             .find(|(name, _)| c.is(name))
             .map(|(_, cat)| *cat)
     } else {
-        index.0.get(c.s.as_str()).copied()
+        index.0.get(&*c.s).copied()
     }
 }
 
@@ -267,7 +281,7 @@ pub(super) fn categorize(comps: &[Comp]) -> Option<Category> {
                 }
             }
             // A literal parent that starts no pair cannot match any (all pairs are literal).
-            if c.pattern || ix.pair_parents.contains_key(c.s.as_str()) {
+            if c.pattern || ix.pair_parents.contains_key(&*c.s) {
                 if let Some((_, _, cat)) = PAIRS.iter().find(|(a, b, _)| c.is(a) && next.is(b)) {
                     return Some(*cat);
                 }
