@@ -215,42 +215,13 @@ pub struct RealFs;
 
 impl FsProbe for RealFs {
     fn canonicalize(&self, p: &Path) -> Option<PathBuf> {
-        canonicalize_by_fd(p)
+        std::fs::canonicalize(p).ok()
     }
     fn read_link(&self, p: &Path) -> Option<PathBuf> {
         std::fs::read_link(p).ok()
     }
     fn is_dir(&self, p: &Path) -> bool {
         p.is_dir()
-    }
-}
-
-/// `canonicalize` in a constant number of system calls: the kernel resolves every symlink of
-/// the path in one `open(O_PATH)` (no side effects: nothing is opened for reading, a FIFO or
-/// device is not touched), and `/proc/self/fd/N` names what it resolved to. `realpath(3)`
-/// instead calls `readlink` once per component. Falls back to `std::fs::canonicalize` when
-/// `/proc` cannot answer (not mounted) or the answer is not a plain absolute path (the file
-/// was deleted meanwhile: `… (deleted)`).
-fn canonicalize_by_fd(p: &Path) -> Option<PathBuf> {
-    use std::os::fd::AsRawFd;
-    use std::os::unix::fs::OpenOptionsExt;
-    let file = match std::fs::OpenOptions::new()
-        .read(true)
-        .custom_flags(nix::libc::O_PATH | nix::libc::O_CLOEXEC)
-        .open(p)
-    {
-        Ok(f) => f,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return None,
-        Err(_) => return std::fs::canonicalize(p).ok(),
-    };
-    match std::fs::read_link(format!("/proc/self/fd/{}", file.as_raw_fd())) {
-        Ok(real)
-            if real.is_absolute()
-                && !real.as_os_str().as_encoded_bytes().ends_with(b" (deleted)") =>
-        {
-            Some(real)
-        }
-        _ => std::fs::canonicalize(p).ok(),
     }
 }
 

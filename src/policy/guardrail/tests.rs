@@ -454,39 +454,3 @@ fn typical_check_is_fast() {
         "{per:?} per check"
     );
 }
-
-#[test]
-fn canonicalize_by_fd_agrees_with_realpath() {
-    let d = tempfile::tempdir().unwrap();
-    let base = std::fs::canonicalize(d.path()).unwrap();
-    let real_dir = base.join("real");
-    std::fs::create_dir(&real_dir).unwrap();
-    std::fs::write(real_dir.join("f.txt"), b"x").unwrap();
-    std::os::unix::fs::symlink(&real_dir, base.join("link")).unwrap();
-    std::os::unix::fs::symlink("real/f.txt", base.join("rel")).unwrap();
-    std::os::unix::fs::symlink(base.join("link"), base.join("chain")).unwrap();
-    std::os::unix::fs::symlink(base.join("nowhere"), base.join("dangling")).unwrap();
-    std::os::unix::fs::symlink(base.join("loop"), base.join("loop")).unwrap();
-    for p in [
-        "real",
-        "real/f.txt",
-        "link",
-        "link/f.txt",
-        "rel",
-        "chain/f.txt",
-        "dangling",
-        "loop",
-        "missing",
-        "real/f.txt/under-a-file",
-        "link/../real",
-    ] {
-        let p = base.join(p);
-        assert_eq!(
-            canonicalize_by_fd(&p),
-            std::fs::canonicalize(&p).ok(),
-            "{}",
-            p.display()
-        );
-    }
-    assert_eq!(canonicalize_by_fd(Path::new("/")), Some(PathBuf::from("/")));
-}
