@@ -4,7 +4,7 @@
 'use strict';
 const addon = require('../index.js');
 const [root] = process.argv.slice(2);
-const b = addon.Broker.open({ sessionId: 'ses_bench_sender', alias: 'bench-sender', root, directory: root });
+const b = addon.Broker.open({ sessionId: 'ses_bench_sender', alias: 'bench-sender', root, directory: root, rateBurst: 1_000_000 });
 const wall = () => performance.timeOrigin + performance.now();
 process.on('message', (m) => {
   if (m.stop) {

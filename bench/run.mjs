@@ -62,6 +62,8 @@ function open(root, name, extra = {}) {
     // caps of the pending branch (ignored by builds without it): the bench opens many slots
     pendingPerAliasCap: 1_000_000,
     pendingGlobalCap: 1_000_000,
+    // the bench sends hundreds of messages to one peer: lift the per-pair rate limit
+    rateBurst: 1_000_000,
     ...extra,
   });
 }

@@ -13,8 +13,33 @@ pub fn pid_start_time(pid: u32) -> Option<u64> {
 }
 
 fn pid_start_time_in(proc_root: &Path, pid: u32) -> Option<u64> {
-    let stat = std::fs::read_to_string(proc_root.join(pid.to_string()).join("stat")).ok()?;
-    parse_start_time(&stat)
+    use std::io::Read;
+    let path = proc_root.join(pid.to_string()).join("stat");
+    let mut file = std::fs::File::open(&path).ok()?;
+    // The line is a few hundred bytes: one `read` into a stack buffer. procfs hands out the
+    // whole line in one read when the buffer can hold it; a longer or short-read line falls
+    // back to reading the rest.
+    let mut buf = [0u8; 1024];
+    let mut n = 0;
+    loop {
+        match file.read(&mut buf[n..]) {
+            Ok(0) => break,
+            Ok(k) => {
+                n += k;
+                if buf[n - 1] == b'\n' {
+                    break; // the whole line: no second read for EOF
+                }
+                if n == buf.len() {
+                    let mut rest = buf.to_vec();
+                    file.read_to_end(&mut rest).ok()?;
+                    return parse_start_time(std::str::from_utf8(&rest).ok()?);
+                }
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(_) => return None,
+        }
+    }
+    parse_start_time(std::str::from_utf8(&buf[..n]).ok()?)
 }
 
 /// Parse field 22 out of a `/proc/<pid>/stat` line. The command name (field 2) is in

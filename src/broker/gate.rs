@@ -20,7 +20,6 @@ use crate::inbox::{archived, Message};
 use crate::log::short_hash;
 use crate::policy::inbound::{decide_inbound, HoldReason, InboundDecision, Ingress, SenderFacts};
 use crate::receipts::{Receipt, Status};
-use crate::registry::parse_all;
 use crate::store::{self, LockGuard};
 
 /// A delivered message whose whole body is a permission reply
@@ -119,7 +118,7 @@ impl Broker {
     /// [`Error::Closed`], store errors (nothing is moved then).
     pub fn gate_inbox(&self) -> Result<GateReport> {
         self.check_open()?;
-        let regs = parse_all(&store::read_array(&self.root().registry())?);
+        let regs = self.registrations()?;
         let ours = self.directory().map(str::to_string);
         let held_path = self.held_path()?;
         let archive = self.root().archive(self.session_id())?;
@@ -360,9 +359,7 @@ impl Broker {
         if notices.is_empty() {
             return;
         }
-        let regs = store::read_array(&self.root().registry())
-            .map(|r| parse_all(&r))
-            .unwrap_or_default();
+        let regs = self.registrations().unwrap_or_default();
         for (sender_sid, r) in notices {
             if crate::ids::validate_session_id(&sender_sid).is_err() {
                 continue;

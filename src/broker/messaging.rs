@@ -18,7 +18,7 @@ use crate::inbox::{archived, raw_message_id, Message};
 use crate::log::{short_hash, AuditLog};
 use crate::policy::rate::RateDecision;
 use crate::receipts::Status;
-use crate::registry::{parse_all, Registration};
+use crate::registry::Registration;
 use crate::store::file::{read_jsonl, write_bytes_atomic, JsonLine};
 use crate::store::{self, BrokerRoot, LockGuard};
 
@@ -244,7 +244,7 @@ impl Broker {
                 alias: self.alias().to_string(),
             });
         }
-        let regs = parse_all(&store::read_array(&self.root().registry())?);
+        let regs = self.registrations()?;
         self.own_registration(&regs)?;
         let matching: Vec<&Registration> = regs
             .iter()
@@ -273,7 +273,7 @@ impl Broker {
     pub fn send_all(&self, content: &str, opts: &SendOptions) -> Result<BroadcastResult> {
         self.check_open()?;
         self.check_content(content)?;
-        let regs = parse_all(&store::read_array(&self.root().registry())?);
+        let regs = self.registrations()?;
         self.own_registration(&regs)?;
         let mut out = BroadcastResult::default();
         for r in regs.iter().filter(|r| r.session_id != self.session_id()) {
@@ -409,7 +409,7 @@ impl Broker {
     pub fn sweep(&self) -> Result<SweepReport> {
         self.check_open()?;
         let mut report = SweepReport::default();
-        let removed: Vec<Registration> =
+        let removed: Result<Vec<Registration>> =
             store::update_array(&self.root().registry(), self.lock_timeout(), |records| {
                 let mut removed = Vec::new();
                 records.retain(|v| match Registration::from_value(v) {
@@ -421,14 +421,17 @@ impl Broker {
                 });
                 let changed = !removed.is_empty();
                 Ok((removed, changed))
-            })?;
+            });
+        self.registry_written();
+        let removed = removed?;
         report.removed = removed
             .iter()
             .map(|r| (r.alias.clone(), r.session_id.clone()))
             .collect();
-        let live: HashSet<String> = parse_all(&store::read_array(&self.root().registry())?)
-            .into_iter()
-            .map(|r| r.session_id)
+        let live: HashSet<String> = self
+            .registrations()?
+            .iter()
+            .map(|r| r.session_id.clone())
             .collect();
         let entries =
             std::fs::read_dir(self.root().path()).map_err(|e| Error::io(self.root().path(), e))?;
@@ -454,7 +457,8 @@ impl Broker {
         let _guard = LockGuard::acquire(&store::lock::sidecar_path(&inbox), self.lock_timeout())?;
         // Re-check under the inbox lock: the session may have registered since the sweep
         // looked (registering takes this lock to create its inbox, so it cannot slip past).
-        let registered = parse_all(&store::read_array(&self.root().registry())?)
+        let registered = self
+            .registrations()?
             .iter()
             .any(|r| r.session_id == sid && r.is_alive());
         if registered {

@@ -4,6 +4,8 @@
 //! `(session_id, alias)` and no method takes a session id or alias to act as someone else.
 //! The recipient of a send is a *target*, never an identity.
 
+#[cfg(test)]
+mod cache_tests;
 mod gate;
 mod messaging;
 mod pending;
@@ -11,7 +13,7 @@ mod rooms;
 
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use serde_json::Value;
@@ -22,7 +24,7 @@ use crate::ids::{alias_eq, validate_alias, validate_session_id};
 use crate::log::{short_hash, AuditLog};
 use crate::policy::inbound::InboundMode;
 use crate::policy::rate::RateLimiter;
-use crate::registry::{free_alternative, parse_all, Registration};
+use crate::registry::{free_alternative, parse_all, Registration, RegistryCache};
 use crate::store::root::{resolve_path, RootEnv};
 use crate::store::{self, BrokerRoot};
 use crate::watch::InboxWatcher;
@@ -138,6 +140,8 @@ pub struct Broker {
     held_cap: usize,
     held_ttl: Duration,
     rate: Mutex<RateLimiter>,
+    /// The parsed `registry.json`, reused while the file is unchanged.
+    registry_cache: RegistryCache,
 }
 
 impl Broker {
@@ -248,7 +252,7 @@ impl Broker {
             };
             let mut attempts = 0;
             let alias = loop {
-                match register(&root, reg.clone(), lock_timeout) {
+                match register_no_dir_sync(&root, reg.clone(), lock_timeout) {
                     Ok(()) => break reg.alias.clone(),
                     Err(Error::AliasTaken { suggestion, .. })
                         if opts.auto_alias && attempts < 64 =>
@@ -264,8 +268,11 @@ impl Broker {
                 fields! {"alias" => alias, "session" => short_hash(&opts.session_id)},
             );
             // c2c creates the inbox at registration; a reader then sees `[]`, not ENOENT.
-            let inbox = root.inbox(&opts.session_id);
-            store::update_array(&inbox, lock_timeout, |_| Ok(((), !inbox.exists())))?;
+            // Both the registry and a new inbox were renamed into the root without a
+            // directory fsync; one fsync of the root makes both renames durable.
+            let inbox = ensure_inbox(&root, &opts.session_id, lock_timeout);
+            store::file::sync_dir(root.path())?;
+            inbox?;
             messaging::rescue_dead_letters(&root, &opts.session_id, lock_timeout, &log)?;
             alias
         };
@@ -288,6 +295,7 @@ impl Broker {
             held_cap: opts.held_cap.unwrap_or(DEFAULT_HELD_CAP),
             held_ttl,
             rate: Mutex::new(rate),
+            registry_cache: RegistryCache::new(),
         })
     }
 
@@ -342,6 +350,17 @@ impl Broker {
         self.lock_timeout
     }
 
+    /// The registrations of the root, parsed once per version of `registry.json` (see
+    /// [`RegistryCache`]). Liveness is not part of it: callers check it per call.
+    pub(crate) fn registrations(&self) -> Result<Arc<Vec<Registration>>> {
+        self.registry_cache.load(&self.root.registry())
+    }
+
+    /// Forget the cached registrations after this handle wrote `registry.json`.
+    pub(crate) fn registry_written(&self) {
+        self.registry_cache.invalidate();
+    }
+
     pub(crate) fn check_open(&self) -> Result<()> {
         if self.closed.load(Ordering::Acquire) {
             Err(Error::Closed)
@@ -356,19 +375,31 @@ impl Broker {
     /// [`Error::Closed`], store errors.
     pub fn list_peers(&self) -> Result<Vec<Peer>> {
         self.check_open()?;
-        let regs = parse_all(&store::read_array(&self.root.registry())?);
+        let regs = self.registrations()?;
+        // Liveness is read fresh on every call; within this one call each pid is read once.
+        let mut starts: std::collections::HashMap<u32, Option<u64>> =
+            std::collections::HashMap::new();
         Ok(regs
-            .into_iter()
+            .iter()
             .map(|r| Peer {
-                alive: r.is_alive(),
+                alive: match r.pid {
+                    None => true,
+                    Some(pid) => match *starts
+                        .entry(pid)
+                        .or_insert_with(|| crate::liveness::pid_start_time(pid))
+                    {
+                        None => false,
+                        Some(actual) => r.pid_start_time.is_none_or(|s| s == actual),
+                    },
+                },
                 is_self: r.session_id == self.session_id,
-                alias: r.alias,
-                session_id: r.session_id,
+                alias: r.alias.clone(),
+                session_id: r.session_id.clone(),
                 pid: r.pid,
                 registered_at: r.registered_at,
-                plugin_version: r.plugin_version,
-                client_type: r.client_type,
-                directory: r.directory,
+                plugin_version: r.plugin_version.clone(),
+                client_type: r.client_type.clone(),
+                directory: r.directory.clone(),
             })
             .collect())
     }
@@ -446,7 +477,7 @@ impl Broker {
         }
         let sid = self.session_id.clone();
         let pid = self.pid;
-        store::update_array(&self.root.registry(), self.lock_timeout, |records| {
+        let result = store::update_array(&self.root.registry(), self.lock_timeout, |records| {
             let before = records.len();
             // Only our own record: a successor that registered the same session id (after
             // this handle's process was deemed dead, or from another process) keeps its own.
@@ -455,7 +486,9 @@ impl Broker {
                     || v.get("pid").and_then(Value::as_u64).map(|p| p as u32) != pid
             });
             Ok(((), records.len() != before))
-        })?;
+        });
+        self.registry_written();
+        result?;
         self.log.event(
             "unregister",
             fields! {"alias" => self.alias, "session" => short_hash(&self.session_id)},
@@ -503,7 +536,41 @@ fn pending_caps(opts: &OpenOptions) -> Result<crate::pending::Caps> {
 /// # Errors
 /// [`Error::AliasTaken`], [`Error::AliasPending`], store errors.
 pub fn register(root: &BrokerRoot, reg: Registration, lock_timeout: Duration) -> Result<()> {
-    store::update_array(&root.registry(), lock_timeout, |records| {
+    register_no_dir_sync(root, reg, lock_timeout)?;
+    store::file::sync_dir(root.path())
+}
+
+/// [`register`] up to the rename of `registry.json`; the caller fsyncs the root directory.
+fn register_no_dir_sync(
+    root: &BrokerRoot,
+    reg: Registration,
+    lock_timeout: Duration,
+) -> Result<()> {
+    let path = root.registry();
+    let _guard = store::LockGuard::acquire(&store::lock::sidecar_path(&path), lock_timeout)?;
+    let mut records = store::read_array(&path)?;
+    register_records(root, &reg, &mut records)?;
+    let bytes = serde_json::to_vec(&records).map_err(|e| Error::io(&path, e.into()))?;
+    store::file::replace_durable_file(&path, &bytes)
+}
+
+/// Create `<session_id>.inbox.json` as `[]` under its lock when it does not exist (temp file,
+/// fsync, rename; the caller fsyncs the directory). An existing inbox is only read, so a
+/// corrupt one or a symlink in its place is reported as before.
+fn ensure_inbox(root: &BrokerRoot, session_id: &str, lock_timeout: Duration) -> Result<()> {
+    let inbox = root.inbox(session_id);
+    let _guard = store::LockGuard::acquire(&store::lock::sidecar_path(&inbox), lock_timeout)?;
+    match std::fs::symlink_metadata(&inbox) {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            store::file::replace_durable_file(&inbox, b"[]")
+        }
+        _ => store::read_array(&inbox).map(drop),
+    }
+}
+
+/// The decision of [`register`] on the records read under the registry lock.
+fn register_records(root: &BrokerRoot, reg: &Registration, records: &mut Vec<Value>) -> Result<()> {
+    {
         let regs = parse_all(records);
         if let Some(holder) = regs.iter().find(|r| {
             alias_eq(&r.alias, &reg.alias) && r.session_id != reg.session_id && r.is_alive()
@@ -531,6 +598,6 @@ pub fn register(root: &BrokerRoot, reg: Registration, lock_timeout: Duration) ->
             None => true,
         });
         records.push(reg.to_value());
-        Ok(((), true))
-    })
+        Ok(())
+    }
 }

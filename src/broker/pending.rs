@@ -11,7 +11,6 @@ use crate::log::short_hash;
 use crate::pending::{
     self, add_slot, evaluate, AddRefused, CheckKind, CheckOutcome, PendingKind, PendingSlot,
 };
-use crate::registry::parse_all;
 use crate::store;
 
 /// What [`Broker::open_pending_reply`] returns.
@@ -58,7 +57,7 @@ impl Broker {
         validate_perm_id(perm_id)?;
         let kind = PendingKind::parse(kind)?;
         let supervisors = pending::normalize_supervisors(supervisors, &self.alias)?;
-        let own = self.own_registration(&parse_all(&store::read_array(&self.root.registry())?))?;
+        let own = self.own_registration(&self.registrations()?)?;
 
         let now = crate::time::now_secs();
         let ttl = self.pending_ttl.secs;
@@ -144,7 +143,7 @@ impl Broker {
     /// store errors. An unknown, expired or unanswerable perm id is an outcome, not an error.
     pub fn check_pending_reply(&self, perm_id: &str) -> Result<CheckOutcome> {
         self.check_open()?;
-        let own = self.own_registration(&parse_all(&store::read_array(&self.root.registry())?))?;
+        let own = self.own_registration(&self.registrations()?)?;
         let path = self.root.pending();
         let now = crate::time::now_secs();
         let snapshot = store::read_array(&path)?;

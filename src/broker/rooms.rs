@@ -9,7 +9,6 @@ use super::Broker;
 use crate::error::{Error, Result};
 use crate::fields;
 use crate::ids::validate_room_id;
-use crate::registry::parse_all;
 use crate::store::file::{read_jsonl, JsonLine};
 use crate::store::{self, LockGuard};
 
@@ -133,7 +132,7 @@ impl Broker {
                 room_id: room_id.into(),
             });
         }
-        let regs = parse_all(&store::read_array(&self.root().registry())?);
+        let regs = self.registrations()?;
         self.own_registration(&regs)?;
         let message_id = uuid::Uuid::new_v4().to_string();
         let history = self.root().room_dir(room_id, false)?.join("history.jsonl");

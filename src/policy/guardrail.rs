@@ -105,7 +105,8 @@ mod commands;
 mod names;
 mod shell;
 
-use std::collections::HashMap;
+use std::cell::RefCell;
+use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
@@ -311,7 +312,6 @@ const UNKNOWN_DIR: &str = "/\u{E002}";
 struct Checker<'a> {
     ctx: &'a PathContext,
     fs: &'a dyn FsProbe,
-    home: Vec<String>,
     home_str: String,
     worktree: Vec<String>,
     /// Symlinks created earlier in the same command: (link, target), both lexical.
@@ -319,20 +319,48 @@ struct Checker<'a> {
     hit: Option<GuardrailHit>,
     /// Prefix for reasons, e.g. "bash" or "bash (could not be parsed: ...)".
     origin: String,
+    /// Paths already checked in this check without a hit: (lexical components, access,
+    /// whether the file system was consulted, how many `ln` links were known). An edit names
+    /// its file three times (`filepath`, `patterns`, `args.filePath`); the verdict of a
+    /// repeat is the same, so it is not worked out again.
+    clean: HashSet<(Vec<String>, AccessKey, bool, usize)>,
+    /// `canonicalize` and `read_link` answers within this one check (never across checks:
+    /// links can change between two requests).
+    canon_memo: RefCell<HashMap<String, Option<PathBuf>>>,
+    link_memo: RefCell<HashMap<PathBuf, Option<PathBuf>>>,
+    /// `home` and `worktree` components, normalised (for [`Checker::covers`]).
+    home_norm: Vec<String>,
+    worktree_norm: Vec<String>,
+}
+
+type AccessKey = u8;
+
+fn access_key(a: Access) -> AccessKey {
+    match a {
+        Access::Read => 0,
+        Access::Write => 1,
+        Access::Subtree => 2,
+    }
 }
 
 impl<'a> Checker<'a> {
     fn new(ctx: &'a PathContext, fs: &'a dyn FsProbe) -> Self {
         let home = path_comps(&ctx.home);
+        let worktree = path_comps(&ctx.worktree);
+        let norm = |comps: &[String]| comps.iter().map(|c| norm_comp(c).s.into_owned()).collect();
         Checker {
             ctx,
             fs,
             home_str: join(&home),
-            home,
-            worktree: path_comps(&ctx.worktree),
+            home_norm: norm(&home),
+            worktree_norm: norm(&worktree),
+            worktree,
             links: Vec::new(),
             hit: None,
             origin: String::new(),
+            clean: HashSet::new(),
+            canon_memo: RefCell::new(HashMap::new()),
+            link_memo: RefCell::new(HashMap::new()),
         }
     }
 
@@ -369,7 +397,15 @@ impl<'a> Checker<'a> {
             return false;
         }
         let lexical = split_abs(raw, base);
-        let mut candidates = vec![lexical.clone()];
+        let probe = !has_sentinel(raw) && !has_sentinel(base);
+        let key = (lexical, access_key(access), probe, self.links.len());
+        if self.clean.contains(&key) {
+            return false;
+        }
+        let lexical = &key.0;
+        // The lexical path first, then the same path through links made by `ln` earlier in
+        // the command, then through the file system.
+        let mut candidates: Vec<Vec<String>> = Vec::new();
         for (link, target) in &self.links {
             if lexical.len() >= link.len() && lexical[..link.len()] == link[..] {
                 let mut c = target.clone();
@@ -377,14 +413,14 @@ impl<'a> Checker<'a> {
                 candidates.push(c);
             }
         }
-        if !has_sentinel(raw) && !has_sentinel(base) {
-            if let Some(real) = self.resolve_fs(&lexical) {
-                if real != lexical {
+        if probe {
+            if let Some(real) = self.resolve_fs(lexical) {
+                if &real != lexical {
                     candidates.push(real);
                 }
             }
         }
-        for comps in &candidates {
+        for comps in std::iter::once(lexical).chain(&candidates) {
             let norm: Vec<Comp> = comps.iter().map(|c| norm_comp(c)).collect();
             let cat = categorize(&norm).or_else(|| {
                 if access == Access::Subtree {
@@ -396,8 +432,8 @@ impl<'a> Checker<'a> {
             if let Some(cat) = cat {
                 if access != Access::Read || cat == Credentials {
                     let shown = self.display(comps);
-                    let via = if comps != &lexical {
-                        format!(" (via {})", self.display(&lexical))
+                    let via = if comps != lexical {
+                        format!(" (via {})", self.display(lexical))
                     } else {
                         String::new()
                     };
@@ -415,22 +451,19 @@ impl<'a> Checker<'a> {
                 }
             }
         }
+        self.clean.insert(key);
         false
     }
 
     /// For recursive operations: does the path contain protected places?
     fn covers(&self, norm: &[Comp]) -> Option<Category> {
         let is_prefix_of = |whole: &[String]| {
-            norm.len() <= whole.len()
-                && norm
-                    .iter()
-                    .zip(whole)
-                    .all(|(c, w)| !c.opaque && c.is(&norm_comp(w).s))
+            norm.len() <= whole.len() && norm.iter().zip(whole).all(|(c, w)| !c.opaque && c.is(w))
         };
-        if is_prefix_of(&self.home) {
+        if is_prefix_of(&self.home_norm) {
             return Some(Credentials);
         }
-        if is_prefix_of(&self.worktree) {
+        if is_prefix_of(&self.worktree_norm) {
             return Some(AgentInstructions);
         }
         match norm.last() {
@@ -445,12 +478,24 @@ impl<'a> Checker<'a> {
     fn resolve_fs(&self, comps: &[String]) -> Option<Vec<String>> {
         for k in (0..=comps.len()).rev() {
             let prefix = join(&comps[..k]);
-            if let Some(real) = self.fs.canonicalize(Path::new(&prefix)) {
+            let real = self
+                .canon_memo
+                .borrow_mut()
+                .entry(prefix)
+                .or_insert_with_key(|p| self.fs.canonicalize(Path::new(p)))
+                .clone();
+            if let Some(real) = real {
                 let mut out = path_comps(&real);
                 let mut rest = &comps[k..];
                 if let Some(first) = rest.first() {
                     let cand = Path::new(&join(&out)).join(first);
-                    if let Some(t) = self.fs.read_link(&cand) {
+                    let link = self
+                        .link_memo
+                        .borrow_mut()
+                        .entry(cand)
+                        .or_insert_with_key(|c| self.fs.read_link(c))
+                        .clone();
+                    if let Some(t) = link {
                         out = split_abs(&t.to_string_lossy(), &join(&out));
                         rest = &rest[1..];
                     }

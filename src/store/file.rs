@@ -41,22 +41,44 @@ pub(crate) fn open_read_nofollow(path: &Path) -> std::io::Result<File> {
 /// [`Error::StoreCorrupt`] (after copying the bytes aside) when the file is not a JSON array;
 /// [`Error::Io`] on any other read failure, including a symlink in the file's place.
 pub fn read_array(path: &Path) -> Result<Vec<Value>> {
+    match read_bytes(path)? {
+        None => Ok(Vec::new()),
+        Some((_, bytes)) => parse_array(path, &bytes),
+    }
+}
+
+/// The bytes of `path` (opened without following a symlink) and the metadata of the file
+/// they were read from, taken with `fstat` *before* the read; `None` when it is absent.
+///
+/// # Errors
+/// [`Error::Io`] on any failure other than absence, including a symlink in the file's place.
+pub(crate) fn read_bytes(path: &Path) -> Result<Option<(std::fs::Metadata, Vec<u8>)>> {
     let mut file = match open_read_nofollow(path) {
         Ok(f) => f,
-        Err(e) if e.kind() == ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(e) if e.kind() == ErrorKind::NotFound => return Ok(None),
         Err(e) => return Err(Error::io(path, e)),
     };
-    let mut bytes = Vec::new();
+    let meta = file.metadata().map_err(|e| Error::io(path, e))?;
+    let mut bytes = Vec::with_capacity(meta.len() as usize + 1);
     file.read_to_end(&mut bytes)
         .map_err(|e| Error::io(path, e))?;
-    match serde_json::from_slice::<Value>(&bytes) {
+    Ok(Some((meta, bytes)))
+}
+
+/// Parse the bytes of a JSON-array file read from `path`; anything but a JSON array is
+/// [`Error::StoreCorrupt`] (the bytes are copied aside first).
+///
+/// # Errors
+/// [`Error::StoreCorrupt`].
+pub(crate) fn parse_array(path: &Path, bytes: &[u8]) -> Result<Vec<Value>> {
+    match serde_json::from_slice::<Value>(bytes) {
         Ok(Value::Array(items)) => Ok(items),
         Ok(other) => Err(corrupt(
             path,
-            &bytes,
+            bytes,
             format!("expected a JSON array, found {}", json_kind(&other)),
         )),
-        Err(e) => Err(corrupt(path, &bytes, e.to_string())),
+        Err(e) => Err(corrupt(path, bytes, e.to_string())),
     }
 }
 
@@ -115,6 +137,17 @@ pub fn write_array_atomic(path: &Path, records: &[Value]) -> Result<()> {
 /// # Errors
 /// [`Error::Io`] naming the file that failed.
 pub fn write_bytes_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
+    replace_durable_file(path, bytes)?;
+    sync_dir(path.parent().unwrap_or(Path::new(".")))
+}
+
+/// Steps 1–3 of an atomic replace (temp file, fsync, rename) without the directory fsync:
+/// the caller must [`sync_dir`] the parent before it reports success, and may share that one
+/// directory fsync between several files of the same directory.
+///
+/// # Errors
+/// [`Error::Io`] naming the file that failed.
+pub(crate) fn replace_durable_file(path: &Path, bytes: &[u8]) -> Result<()> {
     let mut tmp_name = path.file_name().unwrap_or_default().to_os_string();
     tmp_name.push(format!(".tmp.{}", std::process::id()));
     let tmp = path.with_file_name(tmp_name);
@@ -138,7 +171,7 @@ pub fn write_bytes_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
         let _ = std::fs::remove_file(&tmp);
         return Err(Error::io(path, e));
     }
-    sync_dir(path.parent().unwrap_or(Path::new(".")))
+    Ok(())
 }
 
 /// fsync a directory so a rename or create inside it is durable.

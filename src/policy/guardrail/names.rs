@@ -2,6 +2,10 @@
 //! sentinel glob, and [`categorize`], which maps a normalised absolute path to its
 //! [`Category`].
 
+use std::borrow::Cow;
+use std::collections::HashMap;
+use std::sync::OnceLock;
+
 use unicode_normalization::UnicodeNormalization;
 
 use super::shell::{ONE, STAR, UNK};
@@ -126,13 +130,36 @@ const ETC: &[Rule] = &[
 ];
 
 /// One normalised path component. `s` may hold glob/unknown sentinels.
-pub(super) struct Comp {
-    pub(super) s: String,
+pub(super) struct Comp<'a> {
+    pub(super) s: Cow<'a, str>,
     pub(super) pattern: bool,
     pub(super) opaque: bool,
 }
 
-pub(super) fn norm_comp(raw: &str) -> Comp {
+pub(super) fn norm_comp(raw: &str) -> Comp<'_> {
+    if raw.is_ascii() {
+        // ASCII is NFKC-stable, holds no sentinel, and its only invisible characters are the
+        // controls (C0 and DEL); lowercasing is the ASCII one. Already normalised (the usual
+        // case): borrowed, no allocation.
+        let s: Cow<'_, str> = if raw
+            .bytes()
+            .all(|b| b >= 0x20 && b != 0x7f && !b.is_ascii_uppercase())
+        {
+            Cow::Borrowed(raw)
+        } else {
+            Cow::Owned(
+                raw.bytes()
+                    .filter(|&b| b >= 0x20 && b != 0x7f)
+                    .map(|b| char::from(b.to_ascii_lowercase()))
+                    .collect(),
+            )
+        };
+        return Comp {
+            s,
+            pattern: false,
+            opaque: false,
+        };
+    }
     let s: String = raw
         .nfkc()
         .filter(|&c| !crate::envelope::needs_escape(c))
@@ -140,24 +167,28 @@ pub(super) fn norm_comp(raw: &str) -> Comp {
         .collect();
     let pattern = s.chars().any(|c| matches!(c, STAR | ONE | UNK));
     let opaque = !s.is_empty() && s.chars().all(|c| c == UNK);
-    Comp { s, pattern, opaque }
+    Comp {
+        s: Cow::Owned(s),
+        pattern,
+        opaque,
+    }
 }
 
-impl Comp {
+impl Comp<'_> {
     pub(super) fn is(&self, name: &str) -> bool {
         if self.opaque {
             false
         } else if self.pattern {
             glob(&self.s, name)
         } else {
-            self.s == name
+            *self.s == *name
         }
     }
     pub(super) fn is_env_file(&self) -> bool {
         if self.pattern {
             !self.opaque && (glob(&self.s, ".env") || glob(&self.s, ".env.local"))
         } else {
-            self.s == ".env" || self.s.starts_with(".env.")
+            *self.s == *".env" || self.s.starts_with(".env.")
         }
     }
 }
@@ -193,22 +224,72 @@ pub(super) fn glob(pat: &str, name: &str) -> bool {
     pi == p.len()
 }
 
+/// A literal-name index of one table: the first rule of each name (as a scan finds it).
+struct Index(HashMap<&'static str, Category>);
+
+impl Index {
+    fn build(table: &[Rule]) -> Index {
+        let mut m = HashMap::with_capacity(table.len());
+        for &(name, cat) in table {
+            m.entry(name).or_insert(cat);
+        }
+        Index(m)
+    }
+}
+
+struct Indexes {
+    any_component: Index,
+    config_sub: Index,
+    last_name: Index,
+    etc: Index,
+    /// Parents of [`PAIRS`].
+    pair_parents: HashMap<&'static str, ()>,
+}
+
+fn indexes() -> &'static Indexes {
+    static INDEXES: OnceLock<Indexes> = OnceLock::new();
+    INDEXES.get_or_init(|| Indexes {
+        any_component: Index::build(ANY_COMPONENT),
+        config_sub: Index::build(CONFIG_SUB),
+        last_name: Index::build(LAST_NAME),
+        etc: Index::build(ETC),
+        pair_parents: PAIRS.iter().map(|&(a, _, _)| (a, ())).collect(),
+    })
+}
+
+/// The first rule of `table` that `c` matches: one hash lookup for a literal component, the
+/// table scan (glob matching) for a pattern. An opaque component matches nothing either way.
+fn find_rule(c: &Comp, table: &[Rule], index: &Index) -> Option<Category> {
+    if c.pattern {
+        table
+            .iter()
+            .find(|(name, _)| c.is(name))
+            .map(|(_, cat)| *cat)
+    } else {
+        index.0.get(&*c.s).copied()
+    }
+}
+
 /// The category of a normalised absolute path, if protected.
 pub(super) fn categorize(comps: &[Comp]) -> Option<Category> {
+    let ix = indexes();
     let n = comps.len();
     for (i, c) in comps.iter().enumerate() {
-        if let Some((_, cat)) = ANY_COMPONENT.iter().find(|(name, _)| c.is(name)) {
-            return Some(*cat);
+        if let Some(cat) = find_rule(c, ANY_COMPONENT, &ix.any_component) {
+            return Some(cat);
         }
         let next = comps.get(i + 1);
         if let Some(next) = next {
             if c.is(".config") {
-                if let Some((_, cat)) = CONFIG_SUB.iter().find(|(name, _)| next.is(name)) {
-                    return Some(*cat);
+                if let Some(cat) = find_rule(next, CONFIG_SUB, &ix.config_sub) {
+                    return Some(cat);
                 }
             }
-            if let Some((_, _, cat)) = PAIRS.iter().find(|(a, b, _)| c.is(a) && next.is(b)) {
-                return Some(*cat);
+            // A literal parent that starts no pair cannot match any (all pairs are literal).
+            if c.pattern || ix.pair_parents.contains_key(&*c.s) {
+                if let Some((_, _, cat)) = PAIRS.iter().find(|(a, b, _)| c.is(a) && next.is(b)) {
+                    return Some(*cat);
+                }
             }
         }
         if i + 1 == n {
@@ -218,14 +299,14 @@ pub(super) fn categorize(comps: &[Comp]) -> Option<Category> {
             if c.is_env_file() {
                 return Some(Credentials);
             }
-            if let Some((_, cat)) = LAST_NAME.iter().find(|(name, _)| c.is(name)) {
-                return Some(*cat);
+            if let Some(cat) = find_rule(c, LAST_NAME, &ix.last_name) {
+                return Some(cat);
             }
         }
     }
     if n >= 2 && comps[0].is("etc") {
-        if let Some((_, cat)) = ETC.iter().find(|(name, _)| comps[1].is(name)) {
-            return Some(*cat);
+        if let Some(cat) = find_rule(&comps[1], ETC, &ix.etc) {
+            return Some(cat);
         }
     }
     None
