@@ -15,9 +15,12 @@ import path from 'node:path';
 import { createRequire } from 'node:module';
 import { fileURLToPath } from 'node:url';
 import { fmt, machine, mdTable, measure, ratio, stats, textTable } from './lib.mjs';
+import { ensureBuilt } from '../scripts/ensure-built.mjs';
 
 const HERE = path.dirname(fileURLToPath(import.meta.url));
 const REPO = path.resolve(HERE, '..');
+// Measure the code as it is: rebuild the release addon first if a source is newer.
+await ensureBuilt({ quiet: true });
 const require = createRequire(import.meta.url);
 const addon = require('../index.js');
 const QUICK = !!process.env.BENCH_QUICK;
@@ -288,13 +291,45 @@ console.log('\ncross-process delivery (second Node process sends; Broker.watch c
 // ---- permission decision -------------------------------------------------------------------
 console.log('\npermission decision (10,000-message index)');
 if (typeof addon.PermissionGate === 'function') {
-  // The napi gate of branch peer-policy. Its API was not known when this bench was written:
-  // adapt `gateBench` below once merged; until then it reports what it found.
-  try {
-    skip('PermissionGate decision (napi)', `PermissionGate present (methods: ${Object.getOwnPropertyNames(addon.PermissionGate.prototype).join(', ')}); bench/run.mjs needs its adapter`);
-  } catch (e) {
-    skip('PermissionGate decision (napi)', String(e));
-  }
+  // The real napi path the plugin takes: a per-instance gate fed 10,000 messages through
+  // observe() (10 sessions, alternating user/assistant, each user turn completed), then one
+  // permission.asked per iteration (a fresh id: each id is decided once) for a bash call of a
+  // peer-triggered turn, with the raw tool arguments given. Each final decision also appends
+  // its audit line to broker.log, as in production.
+  const gateRoot = newRoot('gate');
+  const proj = path.join(BASE, 'gate-project');
+  fs.mkdirSync(proj, { recursive: true });
+  const gate = new addon.PermissionGate({ peerPermissions: 'allow', directory: proj, worktree: proj, brokerRoot: gateRoot, startedAtMs: 0 });
+  const t0 = Date.now() - 10_000_000;
+  let n = 0;
+  const observeStats = measure(() => {
+    const k = n++;
+    const sid = `ses_bench${k % 10}`;
+    const user = k % 2 === 0;
+    const id = `msg_${String(k).padStart(8, '0')}`;
+    gate.observe({
+      type: 'message.updated',
+      properties: {
+        info: user
+          ? { id, sessionID: sid, role: 'user', time: { created: t0 + k * 100 } }
+          : { id, sessionID: sid, role: 'assistant', parentID: `msg_${String(k - 1).padStart(8, '0')}`, time: { created: t0 + k * 100, completed: t0 + k * 100 + 50 }, finish: 'stop' },
+      },
+    });
+  }, { iterations: 10_000, warmup: 0 });
+  record({ id: 'gate.observe', group: 'decision', name: 'PermissionGate.observe (one message.updated event)', stats: observeStats, baseline: 'noop' });
+  // a peer-triggered turn in ses_bench0: an injected peer message and the assistant step asking
+  const last = t0 + 10_001 * 100;
+  gate.observe({ type: 'message.updated', properties: { info: { id: 'msg_peer', sessionID: 'ses_bench0', role: 'user', time: { created: last } } } });
+  gate.observe({ type: 'message.part.updated', properties: { part: { id: 'prt_peer', sessionID: 'ses_bench0', messageID: 'msg_peer', type: 'text', text: 'x', synthetic: true, metadata: { peerMessage: { messageId: 'm1', from: 'peer', via: ['ses_x'] } } } } });
+  gate.observe({ type: 'message.updated', properties: { info: { id: 'msg_step', sessionID: 'ses_bench0', role: 'assistant', parentID: 'msg_peer', time: { created: last + 10 } } } });
+  let r = 0;
+  const input = { command: 'touch build/out.txt', description: 'x' };
+  const decideStats = measure(() => {
+    const id = `per_bench_${r++}`;
+    const d = gate.decide('asked', { id, sessionID: 'ses_bench0', permission: 'bash', patterns: ['touch build/out.txt'], metadata: { command: 'touch build/out.txt' }, always: ['touch *'], tool: { messageID: 'msg_step', callID: 'call_1' } }, input);
+    if (d.action !== 'once') throw new Error(`unexpected decision ${JSON.stringify(d)}`);
+  }, { iterations: it(2000), warmup: 50 });
+  record({ id: 'gate.decide', group: 'decision', name: 'PermissionGate.decide (peer bash, walk + guardrail + audit line) [napi]', stats: decideStats, baseline: 'noop', goal: { text: '≤ 5 µs p99 (decision)', ok: (st) => st.p99 <= 0.005 }, note: 'includes the FFI conversion of the request and the broker.log append' });
 } else {
   skip('PermissionGate decision (napi)', 'not available in this build (no addon.PermissionGate)');
 }

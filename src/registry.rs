@@ -4,9 +4,7 @@
 //! kept in `extra`, so a read-modify-write never drops them. A record that does not have the
 //! registration shape is left in the file untouched and ignored.
 
-use std::os::unix::fs::MetadataExt;
 use std::path::Path;
-use std::sync::{Arc, Mutex};
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
@@ -14,6 +12,7 @@ use serde_json::{Map, Value};
 use crate::error::Result;
 use crate::ids::alias_eq;
 use crate::liveness;
+pub use crate::store::cache::ParsedFileCache;
 use crate::store::file as store_file;
 
 /// One registration, in c2c 0.8's field names.
@@ -105,125 +104,8 @@ pub fn parse_bytes(path: &Path, bytes: &[u8]) -> Result<Vec<Registration>> {
     }
 }
 
-/// Identity of one version of `registry.json`: writers replace the file by `rename`, so new
-/// content comes with a new inode; an in-place rewrite changes size or times.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-struct FileId {
-    dev: u64,
-    ino: u64,
-    size: u64,
-    mtime: (i64, i64),
-    ctime: (i64, i64),
-}
-
-impl FileId {
-    fn of(m: &std::fs::Metadata) -> FileId {
-        FileId {
-            dev: m.dev(),
-            ino: m.ino(),
-            size: m.size(),
-            mtime: (m.mtime(), m.mtime_nsec()),
-            ctime: (m.ctime(), m.ctime_nsec()),
-        }
-    }
-
-    /// The later of mtime and ctime, in epoch seconds.
-    fn changed_at(&self) -> f64 {
-        let t = |(s, ns): (i64, i64)| s as f64 + ns as f64 * 1e-9;
-        t(self.mtime).max(t(self.ctime))
-    }
-}
-
-/// How old (seconds, by its mtime/ctime) a version of the file must have been when we read
-/// it before its [`FileId`] alone is trusted to stand for its content. Below that, a file
-/// that replaced it could reuse the freed inode number with the same size *and* the same
-/// timestamps (timestamps are taken from a coarse clock, and on some file systems have
-/// whole-second resolution), so a matching identity is confirmed by comparing the bytes.
-const TRUST_AGE_SECS: f64 = 2.0;
-
-#[derive(Debug)]
-struct Cached {
-    id: FileId,
-    /// Wall clock (epoch seconds) just after the bytes were last read and compared.
-    checked_at: f64,
-    bytes: Vec<u8>,
-    regs: Arc<Vec<Registration>>,
-}
-
-/// A per-handle cache of the parsed `registry.json`.
-///
-/// Every [`RegistryCache::load`] `lstat`s the file. The parsed registrations are reused when
-/// the file's identity (device, inode, size, mtime and ctime with nanoseconds) is unchanged
-/// and that version was at least [`TRUST_AGE_SECS`] old when read; otherwise the file is read
-/// again and, if its bytes are unchanged, the parse is reused. A write through this handle
-/// calls [`RegistryCache::invalidate`]. Liveness is never cached here: it is evaluated by the
-/// caller on every call.
-#[derive(Debug, Default)]
-pub struct RegistryCache {
-    slot: Mutex<Option<Cached>>,
-    /// How many times the file's bytes were read (tests check when the cache is bypassed).
-    #[cfg(test)]
-    reads: std::sync::atomic::AtomicUsize,
-}
-
-impl RegistryCache {
-    /// An empty cache.
-    pub fn new() -> RegistryCache {
-        RegistryCache::default()
-    }
-
-    /// Forget the cached parse (after a write of the registry).
-    pub fn invalidate(&self) {
-        *self.slot.lock().unwrap_or_else(|p| p.into_inner()) = None;
-    }
-
-    /// The registrations in `path` (an absent file has none).
-    ///
-    /// # Errors
-    /// As [`crate::store::read_array`]: I/O errors (a symlink in the file's place included)
-    /// and [`crate::Error::StoreCorrupt`].
-    pub fn load(&self, path: &Path) -> Result<Arc<Vec<Registration>>> {
-        let mut slot = self.slot.lock().unwrap_or_else(|p| p.into_inner());
-        match std::fs::symlink_metadata(path) {
-            Ok(m) if m.file_type().is_file() => {
-                if let Some(c) = slot.as_ref() {
-                    let id = FileId::of(&m);
-                    if c.id == id && id.changed_at() + TRUST_AGE_SECS <= c.checked_at {
-                        return Ok(Arc::clone(&c.regs));
-                    }
-                }
-            }
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-                *slot = None;
-                return Ok(Arc::new(Vec::new()));
-            }
-            // A symlink, another file type or a failed stat: the read below reports it.
-            _ => {}
-        }
-        #[cfg(test)]
-        self.reads
-            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        let Some((meta, bytes)) = store_file::read_bytes(path)? else {
-            *slot = None;
-            return Ok(Arc::new(Vec::new()));
-        };
-        let id = FileId::of(&meta);
-        let checked_at = crate::time::now_secs();
-        if let Some(c) = slot.as_mut().filter(|c| c.bytes == bytes) {
-            c.id = id;
-            c.checked_at = checked_at;
-            return Ok(Arc::clone(&c.regs));
-        }
-        let regs = Arc::new(parse_bytes(path, &bytes)?);
-        *slot = Some(Cached {
-            id,
-            checked_at,
-            bytes,
-            regs: Arc::clone(&regs),
-        });
-        Ok(regs)
-    }
-}
+/// A per-handle cache of the parsed `registry.json` (see [`ParsedFileCache`]).
+pub type RegistryCache = ParsedFileCache<Vec<Registration>>;
 
 /// The first free alternative to `alias` among `taken` (`alias-2`, `alias-3`, …), kept within
 /// 64 characters.
@@ -242,6 +124,8 @@ pub fn free_alternative(alias: &str, taken: &[Registration]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::store::cache::{FileId, TRUST_AGE_SECS};
+    use std::sync::Arc;
 
     #[test]
     fn unknown_fields_survive_a_roundtrip() {
@@ -300,35 +184,38 @@ mod tests {
         let d = tempfile::tempdir().unwrap();
         let p = d.path().join("registry.json");
         let c = RegistryCache::new();
-        assert!(c.load(&p).unwrap().is_empty(), "absent reads as empty");
+        assert!(
+            c.load(&p, parse_bytes).unwrap().is_empty(),
+            "absent reads as empty"
+        );
         replace(&p, &[reg_json("s1", "a")]);
-        assert_eq!(aliases(&c.load(&p).unwrap()), ["a"]);
+        assert_eq!(aliases(&c.load(&p, parse_bytes).unwrap()), ["a"]);
         // A fresh version is confirmed by its bytes on every call (no re-parse).
         let before = reads(&c);
-        let first = c.load(&p).unwrap();
+        let first = c.load(&p, parse_bytes).unwrap();
         assert_eq!(reads(&c), before + 1);
-        assert!(Arc::ptr_eq(&first, &c.load(&p).unwrap()));
+        assert!(Arc::ptr_eq(&first, &c.load(&p, parse_bytes).unwrap()));
         // Once old enough, the identity alone is trusted: no read at all.
         age(&c);
         let before = reads(&c);
-        assert!(Arc::ptr_eq(&first, &c.load(&p).unwrap()));
+        assert!(Arc::ptr_eq(&first, &c.load(&p, parse_bytes).unwrap()));
         assert_eq!(reads(&c), before);
         // A replacement by rename (new inode) is seen at once, same size included.
         replace(&p, &[reg_json("s1", "b")]);
-        assert_eq!(aliases(&c.load(&p).unwrap()), ["b"]);
+        assert_eq!(aliases(&c.load(&p, parse_bytes).unwrap()), ["b"]);
         age(&c);
         // An in-place rewrite changes size or times.
         std::fs::write(&p, serde_json::to_vec(&[reg_json("s9", "zz")]).unwrap()).unwrap();
-        assert_eq!(aliases(&c.load(&p).unwrap()), ["zz"]);
+        assert_eq!(aliases(&c.load(&p, parse_bytes).unwrap()), ["zz"]);
         age(&c);
         // Our own writes invalidate.
         let before = reads(&c);
         c.invalidate();
-        c.load(&p).unwrap();
+        c.load(&p, parse_bytes).unwrap();
         assert_eq!(reads(&c), before + 1);
         // Removal reads as empty and forgets the cache.
         std::fs::remove_file(&p).unwrap();
-        assert!(c.load(&p).unwrap().is_empty());
+        assert!(c.load(&p, parse_bytes).unwrap().is_empty());
         assert!(c.slot.lock().unwrap().is_none());
     }
 
@@ -340,11 +227,11 @@ mod tests {
         let p = d.path().join("registry.json");
         let c = RegistryCache::new();
         replace(&p, &[reg_json("s1", "a")]);
-        assert_eq!(aliases(&c.load(&p).unwrap()), ["a"]);
+        assert_eq!(aliases(&c.load(&p, parse_bytes).unwrap()), ["a"]);
         replace(&p, &[reg_json("s1", "b")]);
         let id = FileId::of(&std::fs::symlink_metadata(&p).unwrap());
         c.slot.lock().unwrap().as_mut().unwrap().id = id;
-        assert_eq!(aliases(&c.load(&p).unwrap()), ["b"]);
+        assert_eq!(aliases(&c.load(&p, parse_bytes).unwrap()), ["b"]);
     }
 
     #[test]
@@ -353,16 +240,16 @@ mod tests {
         let p = d.path().join("registry.json");
         let c = RegistryCache::new();
         replace(&p, &[reg_json("s1", "a")]);
-        c.load(&p).unwrap();
+        c.load(&p, parse_bytes).unwrap();
         age(&c);
         std::fs::write(&p, b"[{\"session_id\":").unwrap();
         assert_eq!(
-            c.load(&p).unwrap_err().code(),
+            c.load(&p, parse_bytes).unwrap_err().code(),
             crate::ErrorCode::StoreCorrupt
         );
         std::fs::write(&p, b"{}").unwrap();
         assert_eq!(
-            c.load(&p).unwrap_err().code(),
+            c.load(&p, parse_bytes).unwrap_err().code(),
             crate::ErrorCode::StoreCorrupt
         );
         let target = d.path().join("elsewhere.json");
@@ -370,7 +257,7 @@ mod tests {
         std::fs::remove_file(&p).unwrap();
         std::os::unix::fs::symlink(&target, &p).unwrap();
         assert_eq!(
-            c.load(&p).unwrap_err().code(),
+            c.load(&p, parse_bytes).unwrap_err().code(),
             crate::store::read_array(&p).unwrap_err().code()
         );
     }

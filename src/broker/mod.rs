@@ -142,6 +142,8 @@ pub struct Broker {
     rate: Mutex<RateLimiter>,
     /// The parsed `registry.json`, reused while the file is unchanged.
     registry_cache: RegistryCache,
+    /// `pending_permissions.json`, parsed (reused while the file is unchanged).
+    pending_cache: crate::store::cache::ParsedFileCache<Vec<Value>>,
 }
 
 impl Broker {
@@ -296,6 +298,7 @@ impl Broker {
             held_ttl,
             rate: Mutex::new(rate),
             registry_cache: RegistryCache::new(),
+            pending_cache: crate::store::cache::ParsedFileCache::new(),
         })
     }
 
@@ -352,8 +355,16 @@ impl Broker {
 
     /// The registrations of the root, parsed once per version of `registry.json` (see
     /// [`RegistryCache`]). Liveness is not part of it: callers check it per call.
+    /// The pending-reply slots as last written (a cached parse; see [`crate::store::cache`]).
+    /// Expiry is evaluated by the caller.
+    pub(crate) fn pending_snapshot(&self) -> Result<std::sync::Arc<Vec<Value>>> {
+        self.pending_cache
+            .load(&self.root.pending(), crate::store::file::parse_array)
+    }
+
     pub(crate) fn registrations(&self) -> Result<Arc<Vec<Registration>>> {
-        self.registry_cache.load(&self.root.registry())
+        self.registry_cache
+            .load(&self.root.registry(), crate::registry::parse_bytes)
     }
 
     /// Forget the cached registrations after this handle wrote `registry.json`.

@@ -146,7 +146,9 @@ impl Broker {
         let own = self.own_registration(&self.registrations()?)?;
         let path = self.root.pending();
         let now = crate::time::now_secs();
-        let snapshot = store::read_array(&path)?;
+        // The common path (unknown id, or a slot already stamped) reads a cached parse and
+        // writes nothing but the audit line.
+        let snapshot = self.pending_snapshot()?;
         let (mut outcome, mut kind, found) = evaluate(&snapshot, perm_id, &own.alias, now);
         let mut stamped = false;
         if kind == CheckKind::Valid && found.is_some_and(|(_, s)| s.resolved_at.is_none()) {

@@ -6,6 +6,7 @@
 //! over `X`. Readers that do not need to write ([`file::read_array`]) take no lock: renames are
 //! atomic, so they always see a whole file.
 
+pub mod cache;
 pub mod file;
 pub mod lock;
 pub mod root;

@@ -1,0 +1,143 @@
+//! A cache of one parsed store file, keyed on the file's identity: the broker's hot paths
+//! (`send`, `listPeers`, `checkPendingReply`) read files that rarely change, and parsing them
+//! on every call grows with their size.
+
+use std::os::unix::fs::MetadataExt;
+use std::path::Path;
+use std::sync::{Arc, Mutex};
+
+use crate::error::Result;
+
+/// Identity of one version of a store file: writers replace the file by `rename`, so new
+/// content comes with a new inode; an in-place rewrite changes size or times.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct FileId {
+    dev: u64,
+    ino: u64,
+    size: u64,
+    mtime: (i64, i64),
+    ctime: (i64, i64),
+}
+
+impl FileId {
+    pub(crate) fn of(m: &std::fs::Metadata) -> FileId {
+        FileId {
+            dev: m.dev(),
+            ino: m.ino(),
+            size: m.size(),
+            mtime: (m.mtime(), m.mtime_nsec()),
+            ctime: (m.ctime(), m.ctime_nsec()),
+        }
+    }
+
+    /// The later of mtime and ctime, in epoch seconds.
+    fn changed_at(&self) -> f64 {
+        let t = |(s, ns): (i64, i64)| s as f64 + ns as f64 * 1e-9;
+        t(self.mtime).max(t(self.ctime))
+    }
+}
+
+/// How old (seconds, by its mtime/ctime) a version of the file must have been when we read
+/// it before its [`FileId`] alone is trusted to stand for its content. Below that, a file
+/// that replaced it could reuse the freed inode number with the same size *and* the same
+/// timestamps (timestamps are taken from a coarse clock, and on some file systems have
+/// whole-second resolution), so a matching identity is confirmed by comparing the bytes.
+pub(crate) const TRUST_AGE_SECS: f64 = 2.0;
+
+#[derive(Debug)]
+pub(crate) struct Cached<T> {
+    pub(crate) id: FileId,
+    /// Wall clock (epoch seconds) just after the bytes were last read and compared.
+    pub(crate) checked_at: f64,
+    bytes: Vec<u8>,
+    parsed: Arc<T>,
+}
+
+/// A per-handle cache of one parsed store file (`registry.json`, `pending_permissions.json`).
+///
+/// Every [`ParsedFileCache::load`] `lstat`s the file. The parse is reused when the file's
+/// identity (device, inode, size, mtime and ctime with nanoseconds) is unchanged and that
+/// version was at least [`TRUST_AGE_SECS`] old when read; otherwise the file is read again
+/// and, if its bytes are unchanged, the parse is reused. A write through the owning handle
+/// calls [`ParsedFileCache::invalidate`]. Anything time-dependent (liveness, expiry) is
+/// evaluated by the caller on every call, never cached here.
+#[derive(Debug)]
+pub struct ParsedFileCache<T> {
+    pub(crate) slot: Mutex<Option<Cached<T>>>,
+    /// How many times the file's bytes were read (tests check when the cache is bypassed).
+    #[cfg(test)]
+    pub(crate) reads: std::sync::atomic::AtomicUsize,
+}
+
+impl<T> Default for ParsedFileCache<T> {
+    fn default() -> Self {
+        ParsedFileCache {
+            slot: Mutex::new(None),
+            #[cfg(test)]
+            reads: std::sync::atomic::AtomicUsize::new(0),
+        }
+    }
+}
+
+impl<T: Default> ParsedFileCache<T> {
+    /// An empty cache.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Forget the cached parse (after a write of the file).
+    pub fn invalidate(&self) {
+        *self.slot.lock().unwrap_or_else(|p| p.into_inner()) = None;
+    }
+
+    /// The parse of `path` (an absent file parses as `T::default()`), by `parse(path, bytes)`.
+    ///
+    /// # Errors
+    /// As [`crate::store::read_array`]: I/O errors (a symlink in the file's place included)
+    /// and whatever `parse` returns (e.g. [`crate::Error::StoreCorrupt`]).
+    pub fn load(
+        &self,
+        path: &Path,
+        parse: impl FnOnce(&Path, &[u8]) -> Result<T>,
+    ) -> Result<Arc<T>> {
+        let mut slot = self.slot.lock().unwrap_or_else(|p| p.into_inner());
+        match std::fs::symlink_metadata(path) {
+            Ok(m) if m.file_type().is_file() => {
+                if let Some(c) = slot.as_ref() {
+                    let id = FileId::of(&m);
+                    if c.id == id && id.changed_at() + TRUST_AGE_SECS <= c.checked_at {
+                        return Ok(Arc::clone(&c.parsed));
+                    }
+                }
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                *slot = None;
+                return Ok(Arc::new(T::default()));
+            }
+            // A symlink, another file type or a failed stat: the read below reports it.
+            _ => {}
+        }
+        #[cfg(test)]
+        self.reads
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let Some((meta, bytes)) = super::file::read_bytes(path)? else {
+            *slot = None;
+            return Ok(Arc::new(T::default()));
+        };
+        let id = FileId::of(&meta);
+        let checked_at = crate::time::now_secs();
+        if let Some(c) = slot.as_mut().filter(|c| c.bytes == bytes) {
+            c.id = id;
+            c.checked_at = checked_at;
+            return Ok(Arc::clone(&c.parsed));
+        }
+        let parsed = Arc::new(parse(path, &bytes)?);
+        *slot = Some(Cached {
+            id,
+            checked_at,
+            bytes,
+            parsed: Arc::clone(&parsed),
+        });
+        Ok(parsed)
+    }
+}
