@@ -403,12 +403,13 @@ pub fn evaluate(
 ) -> (CheckOutcome, CheckKind, Option<(usize, PendingSlot)>) {
     let mut seen_expired = false;
     for (i, v) in records.iter().enumerate() {
+        // Compare the id before deserialising the record: a check scans every slot.
+        if v.get("perm_id").and_then(Value::as_str) != Some(perm_id) {
+            continue;
+        }
         let Some(slot) = PendingSlot::from_value(v) else {
             continue;
         };
-        if slot.perm_id != perm_id {
-            continue;
-        }
         if !slot.is_active(now) {
             seen_expired = true;
             continue;
