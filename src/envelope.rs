@@ -708,14 +708,7 @@ mod tests {
 
     #[test]
     fn random_bodies_never_break_the_frame() {
-        // xorshift64*: deterministic, no extra crate.
-        let mut s: u64 = 0x9e37_79b9_7f4a_7c15;
-        let mut next = move || {
-            s ^= s >> 12;
-            s ^= s << 25;
-            s ^= s >> 27;
-            s.wrapping_mul(0x2545_f491_4f6c_dd1d)
-        };
+        let mut next = crate::testutil::xorshift(0x9e37_79b9_7f4a_7c15);
         const POOL: &[&str] = &[
             "\n",
             "\r",

@@ -51,6 +51,8 @@ pub mod provenance;
 pub mod receipts;
 pub mod registry;
 pub mod store;
+#[cfg(test)]
+mod testutil;
 pub mod time;
 pub mod verdict;
 pub mod watch;

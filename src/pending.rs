@@ -354,6 +354,21 @@ pub fn add_slot(
     Ok(pruned)
 }
 
+/// The fields of a pending slot as c2c 0.8 writes them, in its order (our records use exactly
+/// these, so c2c reads them unchanged).
+pub const C2C_SLOT_FIELDS: [&str; 10] = [
+    "perm_id",
+    "kind",
+    "requester_session_id",
+    "requester_alias",
+    "supervisors",
+    "created_at",
+    "expires_at",
+    "fallthrough_fired_at",
+    "resolved_at",
+    "verdict",
+];
+
 /// The result of checking a reply, in c2c's JSON shape.
 #[derive(Debug, Clone, PartialEq)]
 pub struct CheckOutcome {
@@ -582,21 +597,7 @@ mod tests {
     fn record_has_c2c_field_names_in_order() {
         let v = slot("per_1", "Req", 1000.0).to_value();
         let keys: Vec<&str> = v.as_object().unwrap().keys().map(String::as_str).collect();
-        assert_eq!(
-            keys,
-            [
-                "perm_id",
-                "kind",
-                "requester_session_id",
-                "requester_alias",
-                "supervisors",
-                "created_at",
-                "expires_at",
-                "fallthrough_fired_at",
-                "resolved_at",
-                "verdict"
-            ]
-        );
+        assert_eq!(keys, C2C_SLOT_FIELDS);
         assert_eq!(v["resolved_at"], Value::Null);
         assert_eq!(v["verdict"], Value::Null);
         assert_eq!(v["fallthrough_fired_at"], json!([]));

@@ -568,21 +568,7 @@ fn interop_with_a_file_written_by_c2c() {
         .keys()
         .map(String::as_str)
         .collect();
-    assert_eq!(
-        keys,
-        [
-            "perm_id",
-            "kind",
-            "requester_session_id",
-            "requester_alias",
-            "supervisors",
-            "created_at",
-            "expires_at",
-            "fallthrough_fired_at",
-            "resolved_at",
-            "verdict"
-        ]
-    );
+    assert_eq!(keys, crate::pending::C2C_SLOT_FIELDS);
     assert!(recs[0]["created_at"].is_f64() && recs[0]["expires_at"].is_f64());
     assert_eq!(recs[0]["supervisors"], json!(["Claude"]));
     assert_eq!(recs[1]["c2c_future"], json!({"k": 1}));

@@ -449,13 +449,7 @@ fn symlinks_are_followed() {
 
 #[test]
 fn random_commands_never_panic() {
-    let mut s: u64 = 0x1234_5678_9abc_def1;
-    let mut next = move || {
-        s ^= s >> 12;
-        s ^= s << 25;
-        s ^= s >> 27;
-        s.wrapping_mul(0x2545_f491_4f6c_dd1d)
-    };
+    let mut next = crate::testutil::xorshift(0x1234_5678_9abc_def1);
     const POOL: &[&str] = &[
         " ", "'", "\"", "`", "$(", ")", "(", "${", "}", "{", ",", "<<", "EOF", "\n", ">", ">>",
         "<", "&", "|", ";", "\\", "~", "/", ".env", "cd", "echo", "bash -c ", "$'", "*", "?", "[",

@@ -1,0 +1,13 @@
+//! Helpers shared by unit tests (compiled only for tests).
+
+/// A deterministic xorshift64* generator: property-style tests need varied input without a
+/// dependency, and the same input on every run.
+pub(crate) fn xorshift(seed: u64) -> impl FnMut() -> u64 {
+    let mut s = seed;
+    move || {
+        s ^= s >> 12;
+        s ^= s << 25;
+        s ^= s >> 27;
+        s.wrapping_mul(0x2545_f491_4f6c_dd1d)
+    }
+}
