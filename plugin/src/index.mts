@@ -128,16 +128,19 @@ async function server(input: PluginInput, rawOptions?: Record<string, unknown>):
   // cannot be built (e.g. a misspelt peerPermissions), permission handling is off: no request
   // is answered, so OpenCode prompts for every one. Messaging keeps working.
   const modes: Modes = {};
+  const env = Object.fromEntries(Object.entries(process.env).filter((e): e is [string, string] => typeof e[1] === "string"));
+  const gateOptions = {
+    directory: input.directory,
+    worktree: input.worktree || input.directory,
+    brokerRoot: options.brokerRoot,
+    startedAtMs,
+  };
   let gate: InstanceType<typeof addon.PermissionGate> | undefined;
+  // The turn index behind provenance and hop chains; the gate itself when it could be built.
+  let turns: InstanceType<typeof addon.PermissionGate> | undefined;
   try {
-    gate = new addon.PermissionGate({
-      peerPermissions: options.peerPermissions,
-      directory: input.directory,
-      worktree: input.worktree || input.directory,
-      brokerRoot: options.brokerRoot,
-      startedAtMs,
-      env: Object.fromEntries(Object.entries(process.env).filter((e): e is [string, string] => typeof e[1] === "string")),
-    });
+    gate = new addon.PermissionGate({ ...gateOptions, peerPermissions: options.peerPermissions, env });
+    turns = gate;
     modes.peerPermissions = gate.mode;
     modes.peerPermissionsSource = gate.modeSource;
     if (gate.auditError) logger.log("warn", `permission decisions are not audited: ${gate.auditError}`);
@@ -145,6 +148,13 @@ async function server(input: PluginInput, rawOptions?: Record<string, unknown>):
     const e = err as { code?: string; message?: string };
     modes.permissionsDisabled = `${e.code ?? "E_UNKNOWN"}: ${e.message ?? String(err)}`;
     logger.log("error", `permission handling is off, every request goes to OpenCode's prompt: ${modes.permissionsDisabled}`);
+    // Keep a turn index all the same (mode `ask`, never consulted for replies), so messages
+    // sent from peer-triggered turns still continue their hop chain.
+    try {
+      turns = new addon.PermissionGate({ ...gateOptions, peerPermissions: "ask", env: {} });
+    } catch {
+      turns = undefined;
+    }
   }
   const history = makeHistory(client);
   const permissions = gate
@@ -167,9 +177,9 @@ async function server(input: PluginInput, rawOptions?: Record<string, unknown>):
   const onEvent = async (event: HostEvent) => {
     // Every event goes to the gate first (synchronous, in order), so its turn index has seen
     // everything OpenCode published before a permission request arrives.
-    if (gate) {
+    if (turns) {
       try {
-        gate.observe(event);
+        turns.observe(event);
       } catch (err) {
         logger.log("warn", `gate.observe(${event.type}): ${(err as Error).message}`);
       }
@@ -229,7 +239,7 @@ async function server(input: PluginInput, rawOptions?: Record<string, unknown>):
     config: safe(logger, "config", async (cfg) => registerCommands(cfg)),
     // A message sent from a peer-triggered turn continues that turn's hop chain (Rust decides).
     tool: makeTools(sessions, version, async (ctx) =>
-      gate ? viaFor(gate, history, ctx.sessionID, ctx.messageID) : [],
+      turns ? viaFor(turns, history, ctx.sessionID, ctx.messageID) : [],
     ),
     "command.execute.before": safe(logger, "command.execute.before", async (cmd, output) => {
       if (cmd.command !== "peers" && cmd.command !== "peers-inbox") return;
