@@ -11,3 +11,15 @@ pub(crate) fn xorshift(seed: u64) -> impl FnMut() -> u64 {
         s.wrapping_mul(0x2545_f491_4f6c_dd1d)
     }
 }
+
+/// A temporary directory with mode 0700, usable as a broker root (roots readable or writable
+/// by others are refused).
+pub(crate) fn private_tempdir() -> tempfile::TempDir {
+    let d = tempfile::tempdir().unwrap();
+    std::fs::set_permissions(
+        d.path(),
+        std::os::unix::fs::PermissionsExt::from_mode(0o700),
+    )
+    .unwrap();
+    d
+}

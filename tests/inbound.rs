@@ -2,7 +2,7 @@
 //! public `Broker` API, on a fresh temporary broker root per test (threats.md: Delivery,
 //! Loops and floods).
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::time::Duration;
 
 use c2c_bridge::broker::{HeldSelector, SendOptions};
@@ -20,13 +20,15 @@ fn root() -> Root {
     Root { _dir: dir, path }
 }
 
-fn open(root: &Path, sid: &str, alias: &str, dir: &Path, inbound: &str) -> Broker {
-    std::fs::create_dir_all(dir).unwrap();
+/// Register `sid` as `alias` in `r`'s root, working in the project directory `project` (a
+/// sibling of the root), with inbound policy `inbound` (the environment is not read).
+fn open(r: &Root, sid: &str, alias: &str, project: &str, inbound: &str) -> Broker {
+    let dir = project_dir(r, project);
     Broker::open(OpenOptions {
         session_id: sid.into(),
         alias: Some(alias.into()),
-        root: Some(root.to_path_buf()),
-        directory: Some(dir.to_path_buf()),
+        root: Some(r.path.clone()),
+        directory: Some(dir),
         inbound: Some(inbound.into()),
         inbound_env: Some(None),
         ..Default::default()
@@ -34,23 +36,18 @@ fn open(root: &Path, sid: &str, alias: &str, dir: &Path, inbound: &str) -> Broke
     .unwrap()
 }
 
+/// The project directory `name` beside the root (created).
+fn project_dir(r: &Root, name: &str) -> PathBuf {
+    let dir = r.path.parent().unwrap().join(name);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
 #[test]
 fn hold_then_release_goes_through_the_gate_again() {
     let r = root();
-    let a = open(
-        &r.path,
-        "ses_a",
-        "alice",
-        &r.path.parent().unwrap().join("pa"),
-        "accept",
-    );
-    let b = open(
-        &r.path,
-        "ses_b",
-        "bob",
-        &r.path.parent().unwrap().join("pb"),
-        "hold",
-    );
+    let a = open(&r, "ses_a", "alice", "pa", "accept");
+    let b = open(&r, "ses_b", "bob", "pb", "hold");
     let sent = a.send("bob", "hello bob", &SendOptions::default()).unwrap();
     let g = b.gate_inbox().unwrap();
     assert!(g.deliver.is_empty());
@@ -86,20 +83,8 @@ fn hold_then_release_goes_through_the_gate_again() {
 #[test]
 fn refuse_archives_and_tells_the_sender_with_a_framed_notice() {
     let r = root();
-    let a = open(
-        &r.path,
-        "ses_a",
-        "alice",
-        &r.path.parent().unwrap().join("pa"),
-        "accept",
-    );
-    let b = open(
-        &r.path,
-        "ses_b",
-        "bob",
-        &r.path.parent().unwrap().join("pb"),
-        "refuse",
-    );
+    let a = open(&r, "ses_a", "alice", "pa", "accept");
+    let b = open(&r, "ses_b", "bob", "pb", "refuse");
     let sent = a.send("bob", "hello", &SendOptions::default()).unwrap();
     let g = b.gate_inbox().unwrap();
     assert_eq!(g.refused, vec![sent.message_id.clone()]);
@@ -120,16 +105,9 @@ fn refuse_archives_and_tells_the_sender_with_a_framed_notice() {
 #[test]
 fn auto_accepts_same_directory_and_holds_others() {
     let r = root();
-    let shared = r.path.parent().unwrap().join("shared-project");
-    let a = open(&r.path, "ses_a", "alice", &shared, "accept");
-    let c = open(
-        &r.path,
-        "ses_c",
-        "carol",
-        &r.path.parent().unwrap().join("elsewhere"),
-        "accept",
-    );
-    let b = open(&r.path, "ses_b", "bob", &shared, "auto");
+    let a = open(&r, "ses_a", "alice", "shared-project", "accept");
+    let c = open(&r, "ses_c", "carol", "elsewhere", "accept");
+    let b = open(&r, "ses_b", "bob", "shared-project", "auto");
     a.send("bob", "same dir", &SendOptions::default()).unwrap();
     c.send("bob", "other dir", &SendOptions::default()).unwrap();
     let g = b.gate_inbox().unwrap();
@@ -142,19 +120,12 @@ fn auto_accepts_same_directory_and_holds_others() {
 #[test]
 fn held_inbox_is_capped_and_expires() {
     let r = root();
-    let a = open(
-        &r.path,
-        "ses_a",
-        "alice",
-        &r.path.parent().unwrap().join("pa"),
-        "accept",
-    );
-    std::fs::create_dir_all(r.path.parent().unwrap().join("pb")).unwrap();
+    let a = open(&r, "ses_a", "alice", "pa", "accept");
     let b = Broker::open(OpenOptions {
         session_id: "ses_b".into(),
         alias: Some("bob".into()),
         root: Some(r.path.clone()),
-        directory: Some(r.path.parent().unwrap().join("pb")),
+        directory: Some(project_dir(&r, "pb")),
         inbound: Some("hold".into()),
         inbound_env: Some(None),
         held_cap: Some(2),
@@ -191,20 +162,8 @@ fn held_inbox_is_capped_and_expires() {
 #[test]
 fn hop_limit_refuses_the_fifth_message_with_a_receipt() {
     let r = root();
-    let a = open(
-        &r.path,
-        "ses_a",
-        "alice",
-        &r.path.parent().unwrap().join("pa"),
-        "accept",
-    );
-    let _b = open(
-        &r.path,
-        "ses_b",
-        "bob",
-        &r.path.parent().unwrap().join("pb"),
-        "accept",
-    );
+    let a = open(&r, "ses_a", "alice", "pa", "accept");
+    let _b = open(&r, "ses_b", "bob", "pb", "accept");
     let chain: Vec<String> = vec!["s1".into(), "s2".into(), "s3".into()];
     let ok = a
         .send("bob", "hop 4", &SendOptions { via: chain.clone() })
@@ -224,12 +183,11 @@ fn hop_limit_refuses_the_fifth_message_with_a_receipt() {
 #[test]
 fn rate_limit_per_pair() {
     let r = root();
-    std::fs::create_dir_all(r.path.parent().unwrap().join("pa")).unwrap();
     let a = Broker::open(OpenOptions {
         session_id: "ses_a".into(),
         alias: Some("alice".into()),
         root: Some(r.path.clone()),
-        directory: Some(r.path.parent().unwrap().join("pa")),
+        directory: Some(project_dir(&r, "pa")),
         rate: Some(c2c_bridge::policy::rate::RateConfig {
             burst: 3,
             window_s: 60.0,
@@ -238,20 +196,8 @@ fn rate_limit_per_pair() {
         ..Default::default()
     })
     .unwrap();
-    let b = open(
-        &r.path,
-        "ses_b",
-        "bob",
-        &r.path.parent().unwrap().join("pb"),
-        "accept",
-    );
-    let _c = open(
-        &r.path,
-        "ses_c",
-        "carol",
-        &r.path.parent().unwrap().join("pc"),
-        "accept",
-    );
+    let b = open(&r, "ses_b", "bob", "pb", "accept");
+    let _c = open(&r, "ses_c", "carol", "pc", "accept");
     for i in 0..3 {
         a.send("bob", &format!("m{i}"), &SendOptions::default())
             .unwrap();
@@ -272,27 +218,9 @@ fn rate_limit_per_pair() {
 #[test]
 fn permission_replies_are_checked_at_the_gate_and_never_more_than_advice() {
     let r = root();
-    let alice = open(
-        &r.path,
-        "ses_a",
-        "alice",
-        &r.path.parent().unwrap().join("pa"),
-        "accept",
-    );
-    let bob = open(
-        &r.path,
-        "ses_b",
-        "bob",
-        &r.path.parent().unwrap().join("pb"),
-        "accept",
-    );
-    let carol = open(
-        &r.path,
-        "ses_c",
-        "carol",
-        &r.path.parent().unwrap().join("pc"),
-        "accept",
-    );
+    let alice = open(&r, "ses_a", "alice", "pa", "accept");
+    let bob = open(&r, "ses_b", "bob", "pb", "accept");
+    let carol = open(&r, "ses_c", "carol", "pc", "accept");
     alice
         .open_pending_reply("per_1", "permission", &["Bob".to_string()])
         .unwrap();
@@ -349,20 +277,8 @@ fn permission_replies_are_checked_at_the_gate_and_never_more_than_advice() {
 #[test]
 fn a_failed_release_moves_nothing() {
     let r = root();
-    let a = open(
-        &r.path,
-        "ses_a",
-        "alice",
-        &r.path.parent().unwrap().join("pa"),
-        "accept",
-    );
-    let b = open(
-        &r.path,
-        "ses_b",
-        "bob",
-        &r.path.parent().unwrap().join("pb"),
-        "hold",
-    );
+    let a = open(&r, "ses_a", "alice", "pa", "accept");
+    let b = open(&r, "ses_b", "bob", "pb", "hold");
     a.send("bob", "keep me", &SendOptions::default()).unwrap();
     assert_eq!(b.gate_inbox().unwrap().held.len(), 1);
     std::fs::write(r.path.join("ses_b.inbox.json"), b"garbage").unwrap();

@@ -6,15 +6,7 @@ use std::path::Path;
 use crate::broker::SendOptions;
 use crate::{Broker, ErrorCode, OpenOptions};
 
-fn root() -> tempfile::TempDir {
-    let d = tempfile::tempdir().unwrap();
-    std::fs::set_permissions(
-        d.path(),
-        std::os::unix::fs::PermissionsExt::from_mode(0o700),
-    )
-    .unwrap();
-    d
-}
+use crate::testutil::private_tempdir as root;
 
 fn open(root: &Path, sid: &str, alias: &str) -> Broker {
     Broker::open(OpenOptions {

@@ -597,15 +597,24 @@ impl Broker {
     /// # Errors
     /// As [`Broker::ack`].
     pub fn acknowledge(&self, message_ids: &[String], status: Status) -> Result<Vec<String>> {
-        let peeked = self.peek()?;
-        let acked = self.ack(message_ids)?.acked;
-        let notices: Vec<Notice> = peeked
+        self.check_open()?;
+        // The receipts are built from the records actually taken (one read of the inbox,
+        // under its lock), not from an earlier peek.
+        let taken = self.take_from_inbox(
+            |v| {
+                crate::inbox::raw_message_id(v)
+                    .is_some_and(|id| message_ids.iter().any(|m| m == id))
+            },
+            "ack",
+        )?;
+        let taken: Vec<Message> = taken.iter().filter_map(Message::from_value).collect();
+        let notices: Vec<Notice> = taken
             .iter()
-            .filter(|m| acked.contains(&m.message_id) && m.receipt.is_none())
+            .filter(|m| m.receipt.is_none())
             .filter_map(|m| Some((m.from_session_id.clone()?, receipt(m, status, ""))))
             .collect();
         self.send_notices(notices);
-        Ok(acked)
+        Ok(taken.into_iter().map(|m| m.message_id).collect())
     }
 
     /// This session's own receipts (the latest outcome per message), oldest first.

@@ -368,7 +368,11 @@ impl Broker {
         Ok(taken.iter().filter_map(Message::from_value).collect())
     }
 
-    fn take_from_inbox(&self, pick: impl Fn(&Value) -> bool, how: &str) -> Result<Vec<Value>> {
+    pub(super) fn take_from_inbox(
+        &self,
+        pick: impl Fn(&Value) -> bool,
+        how: &str,
+    ) -> Result<Vec<Value>> {
         let archive = self.root().archive(self.session_id())?;
         let sid = self.session_id().to_string();
         let taken = store::update_array(

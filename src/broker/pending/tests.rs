@@ -10,15 +10,7 @@ use serde_json::{json, Value};
 use crate::pending::DEFAULT_GLOBAL_CAP;
 use crate::{Broker, ErrorCode, OpenOptions};
 
-fn root() -> tempfile::TempDir {
-    let d = tempfile::tempdir().unwrap();
-    std::fs::set_permissions(
-        d.path(),
-        std::os::unix::fs::PermissionsExt::from_mode(0o700),
-    )
-    .unwrap();
-    d
-}
+use crate::testutil::private_tempdir as root;
 
 fn opts(root: &Path, sid: &str, alias: &str) -> OpenOptions {
     OpenOptions {
