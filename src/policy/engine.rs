@@ -320,11 +320,7 @@ impl PermissionGate {
             answered: AnsweredSet::default(),
             mode,
             mode_source,
-            paths: PathContext {
-                cwd: config.directory,
-                worktree: config.worktree,
-                home: config.home,
-            },
+            paths: PathContext::new(config.directory, config.worktree, config.home),
             audit: config.audit,
             tool_inputs: BoundedMap::default(),
             args_asked: AnsweredSet::new(ARGS_ASKED_KEPT),

@@ -205,6 +205,23 @@ pub struct PathContext {
     pub home: PathBuf,
 }
 
+impl PathContext {
+    /// A context for a session in `cwd`, whose worktree is `worktree` and user home `home`
+    /// (all absolute). Further fields, when added, take safe defaults here, so callers and
+    /// tests build contexts through this one constructor.
+    pub fn new(
+        cwd: impl Into<PathBuf>,
+        worktree: impl Into<PathBuf>,
+        home: impl Into<PathBuf>,
+    ) -> PathContext {
+        PathContext {
+            cwd: cwd.into(),
+            worktree: worktree.into(),
+            home: home.into(),
+        }
+    }
+}
+
 /// The file-system access the guardrail needs, injectable for tests.
 pub trait FsProbe {
     /// `std::fs::canonicalize`: the path with every symlink resolved, if it exists.
