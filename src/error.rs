@@ -60,6 +60,14 @@ pub enum ErrorCode {
     NoSuchHeld,
     /// `E_SESSION_ACTIVE`: the session id is registered by another live process.
     SessionActive,
+    /// `E_NOT_INVITED`: the room is invite-only and this alias is neither a member nor
+    /// invited (c2c's `join_room` rule).
+    NotInvited,
+    /// `E_ROOM_EXISTS`: creating a room whose directory already exists.
+    RoomExists,
+    /// `E_ROOM_DELETE_REFUSED`: c2c's delete rule refuses (not the creator, a room without a
+    /// recorded creator and no `force`, or members remain).
+    RoomDeleteRefused,
 }
 
 impl ErrorCode {
@@ -89,6 +97,9 @@ impl ErrorCode {
             ErrorCode::RateLimited => "E_RATE_LIMITED",
             ErrorCode::NoSuchHeld => "E_NO_SUCH_HELD",
             ErrorCode::SessionActive => "E_SESSION_ACTIVE",
+            ErrorCode::NotInvited => "E_NOT_INVITED",
+            ErrorCode::RoomExists => "E_ROOM_EXISTS",
+            ErrorCode::RoomDeleteRefused => "E_ROOM_DELETE_REFUSED",
         }
     }
 }
@@ -263,6 +274,28 @@ pub enum Error {
         /// The 1-based number asked for.
         index: usize,
     },
+    /// An invite-only room refused a join; `reason` is c2c's text.
+    #[error("{reason}; ask a member to invite you")]
+    NotInvited {
+        /// The room.
+        room_id: String,
+        /// c2c's refusal text.
+        reason: String,
+    },
+    /// The room already exists.
+    #[error("room {room_id:?} already exists; join it instead")]
+    RoomExists {
+        /// The room.
+        room_id: String,
+    },
+    /// c2c's delete rule refused; `reason` says which part.
+    #[error("{reason}")]
+    RoomDeleteRefused {
+        /// The room.
+        room_id: String,
+        /// c2c's refusal text.
+        reason: String,
+    },
 }
 
 impl Error {
@@ -292,6 +325,9 @@ impl Error {
             Error::RateLimited { .. } => ErrorCode::RateLimited,
             Error::NoSuchHeld { .. } => ErrorCode::NoSuchHeld,
             Error::SessionActive { .. } => ErrorCode::SessionActive,
+            Error::NotInvited { .. } => ErrorCode::NotInvited,
+            Error::RoomExists { .. } => ErrorCode::RoomExists,
+            Error::RoomDeleteRefused { .. } => ErrorCode::RoomDeleteRefused,
         }
     }
 

@@ -9,7 +9,8 @@
 //! - [`time`], [`ids`], [`liveness`]: units, id validation, c2c's pid + start-time rule.
 //! - [`store`]: the broker root (resolution, permission checks), OFD locks on `X.lock`
 //!   sidecars, atomic JSON files, JSON-lines appends.
-//! - [`registry`], [`inbox`], [`pending`], [`log`]: c2c's broker-root records.
+//! - [`registry`], [`inbox`], [`pending`], [`log`], [`room_meta`]: c2c's broker-root records
+//!   (and c2c's room access rules).
 //! - [`verdict`]: the host-local approval verdict files (`approval-verdict/<token>.json`).
 //! - [`watch`]: the inbox watcher (notify/inotify).
 //! - [`broker`]: the identity-bound handle every caller goes through.
@@ -50,6 +51,7 @@ pub mod policy;
 pub mod provenance;
 pub mod receipts;
 pub mod registry;
+pub mod room_meta;
 pub mod store;
 #[cfg(test)]
 mod testutil;

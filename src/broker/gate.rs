@@ -235,7 +235,7 @@ impl Broker {
                         Ok(((), true))
                     })?;
                 }
-                store::append_jsonl(&archive, &to_archive)?;
+                store::append_archive(&archive, &to_archive, self.lock_timeout())?;
                 let changed = !report.held.is_empty()
                     || !report.refused.is_empty()
                     || !report.dropped.is_empty();
@@ -500,7 +500,11 @@ impl Broker {
             .iter()
             .map(|v| archived(v.clone(), now, by, self.session_id()))
             .collect();
-        store::append_jsonl(&self.root().archive(self.session_id())?, &lines)
+        store::append_archive(
+            &self.root().archive(self.session_id())?,
+            &lines,
+            self.lock_timeout(),
+        )
     }
 
     /// Expire held messages past their time: archived, `expired` receipts and notices.

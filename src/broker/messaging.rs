@@ -390,7 +390,7 @@ impl Broker {
                     .iter()
                     .map(|v| archived(v.clone(), now, &format!("c2c-bridge:{how}"), &sid))
                     .collect();
-                store::append_jsonl(&archive, &lines)?;
+                store::append_archive(&archive, &lines, self.lock_timeout())?;
                 Ok((taken, true))
             },
         )?;

@@ -604,6 +604,18 @@ fn register_records(root: &BrokerRoot, reg: &Registration, records: &mut Vec<Val
             });
         }
         crate::pending::check_alias_reuse(root, &reg.alias, &reg.session_id, &regs)?;
+        // A refresh (this session re-registering under the same alias) keeps the fields of
+        // its old record that we do not know (c2c's `canonical_alias`, a newer tool's), as
+        // every other rewrite does; fields we set win.
+        let mut reg = reg.clone();
+        if let Some(old) = regs
+            .iter()
+            .find(|r| r.session_id == reg.session_id && alias_eq(&r.alias, &reg.alias))
+        {
+            for (k, v) in &old.extra {
+                reg.extra.entry(k.clone()).or_insert_with(|| v.clone());
+            }
+        }
         records.retain(|v| match Registration::from_value(v) {
             Some(r) => r.session_id != reg.session_id && !alias_eq(&r.alias, &reg.alias),
             None => true,

@@ -1,6 +1,13 @@
 //! Rooms in c2c's layout: `rooms/<room_id>/{members.json, meta.json, history.jsonl}`. A room
 //! message is appended to the history and lands in each live member's inbox with
 //! `to_alias = "<alias>#<room_id>"`.
+//!
+//! c2c's access rules ([`crate::room_meta`]) hold on every path: join, history, listing,
+//! invitation and deletion. `members.json` and `meta.json` change under c2c's
+//! `rooms/<room_id>/members.lock`, `history.jsonl` under `rooms/<room_id>/history.lock`
+//! (the table in [`crate::store::lock`]).
+
+use std::path::Path;
 
 use serde_json::Value;
 
@@ -8,8 +15,9 @@ use super::messaging::{BroadcastResult, SendOptions, Skipped};
 use super::Broker;
 use crate::error::{Error, Result};
 use crate::fields;
-use crate::ids::validate_room_id;
-use crate::store::file::{read_jsonl, JsonLine};
+use crate::ids::{alias_eq, validate_alias, validate_room_id};
+use crate::room_meta::{RoomMeta, Visibility};
+use crate::store::file::{read_jsonl, read_object, JsonLine};
 use crate::store::{self, LockGuard};
 
 /// A room as listed by [`Broker::list_rooms`].
@@ -17,10 +25,14 @@ use crate::store::{self, LockGuard};
 pub struct RoomInfo {
     /// The room id.
     pub room_id: String,
-    /// Member aliases.
+    /// Member aliases (empty for an invite-only room this session is only invited to: c2c
+    /// hides the roster from non-members).
     pub members: Vec<String>,
     /// Whether this session is a member.
     pub joined: bool,
+    /// `public`, `invite_only`, or `unknown` (a mode c2c-bridge does not know, enforced as
+    /// invite-only).
+    pub visibility: &'static str,
 }
 
 /// One line of a room's history.
@@ -36,46 +48,227 @@ pub struct RoomMessage {
     pub message_id: String,
 }
 
+/// Whether `members` (raw `members.json` rows) has this session, by session id or alias
+/// (c2c matches either).
+fn has_member(members: &[Value], session_id: &str, alias: &str) -> bool {
+    members.iter().any(|m| {
+        m.get("session_id").and_then(Value::as_str) == Some(session_id)
+            || m.get("alias")
+                .and_then(Value::as_str)
+                .is_some_and(|a| alias_eq(a, alias))
+    })
+}
+
+/// A room's meta: c2c's defaults when `meta.json` is absent; corrupt when it is not an object.
+fn read_meta(path: &Path) -> Result<Option<RoomMeta>> {
+    Ok(read_object(path)?.and_then(|v| RoomMeta::from_value(&v)))
+}
+
 impl Broker {
     fn members_path(&self, room_id: &str, create: bool) -> Result<std::path::PathBuf> {
         Ok(self.root().room_dir(room_id, create)?.join("members.json"))
     }
 
-    /// Join `room_id`, creating the room if needed. Joining twice is a no-op.
+    /// Create `room_id` with c2c's `meta.json` (`visibility`, `invited_members`, `created_by`
+    /// — lower-cased, as c2c stores it — plus our `room_id`, `created_at`) and join it, like
+    /// c2c's `rooms create`. The room directory is made with one `mkdir`, so of two creators
+    /// exactly one wins.
     ///
     /// # Errors
-    /// [`Error::InvalidId`], [`Error::Closed`], store errors.
+    /// [`Error::RoomExists`], [`Error::InvalidId`] (room id or an invited alias),
+    /// [`Error::NotRegistered`], [`Error::Closed`], store errors.
+    pub fn create_room(
+        &self,
+        room_id: &str,
+        visibility: Visibility,
+        invited: &[String],
+    ) -> Result<()> {
+        self.check_open()?;
+        validate_room_id(room_id)?;
+        for a in invited {
+            validate_alias(a)?;
+        }
+        self.own_registration(&self.registrations()?)?;
+        let dir = self.root().create_room_dir(room_id)?;
+        let members = dir.join("members.json");
+        let now = crate::time::now_secs();
+        let meta = RoomMeta::new(room_id, visibility, invited, self.alias(), now);
+        let _g = LockGuard::acquire(&store::lock::sidecar_path(&members), self.lock_timeout())?;
+        store::file::write_bytes_atomic(&dir.join("meta.json"), meta.to_value().to_string().as_bytes())?;
+        store::write_array_atomic(
+            &members,
+            &[serde_json::json!({"alias": self.alias(), "session_id": self.session_id(), "joined_at": now})],
+        )?;
+        self.audit().event(
+            "room_create",
+            fields! {"room_id" => room_id, "alias" => self.alias(), "visibility" => meta.visibility.as_str()},
+        );
+        Ok(())
+    }
+
+    /// Join `room_id`, creating it (public, with this alias as creator) if needed, as c2c's
+    /// `join_room` does. Joining twice is a no-op; a row of this alias under an older session
+    /// id is moved to this session (c2c keeps one row per alias).
+    ///
+    /// # Errors
+    /// [`Error::NotInvited`] for an invite-only room that neither lists this alias nor has
+    /// it as a member; [`Error::InvalidId`], [`Error::Closed`], store errors (an unparseable
+    /// `meta.json` is [`Error::StoreCorrupt`], never "public").
     pub fn join_room(&self, room_id: &str) -> Result<()> {
         self.check_open()?;
         validate_room_id(room_id)?;
         let dir = self.root().room_dir(room_id, true)?;
-        let meta = dir.join("meta.json");
-        if !meta.exists() {
-            let v = serde_json::json!({
-                "room_id": room_id, "created_at": crate::time::now_secs(), "created_by": self.alias()
-            });
-            let _g = LockGuard::acquire(&store::lock::sidecar_path(&meta), self.lock_timeout())?;
-            if !meta.exists() {
-                store::file::write_bytes_atomic(&meta, v.to_string().as_bytes())?;
-            }
+        let members_path = dir.join("members.json");
+        let meta_path = dir.join("meta.json");
+        let (sid, alias) = (self.session_id(), self.alias());
+        let _g =
+            LockGuard::acquire(&store::lock::sidecar_path(&members_path), self.lock_timeout())?;
+        let mut members = store::read_array(&members_path)?;
+        let meta = read_meta(&meta_path)?;
+        let current = meta.clone().unwrap_or_else(RoomMeta::absent);
+        current
+            .may_join(room_id, alias, has_member(&members, sid, alias))
+            .map_err(|reason| Error::NotInvited {
+                room_id: room_id.into(),
+                reason,
+            })?;
+        let now = crate::time::now_secs();
+        // c2c stamps the creator when the joiner establishes the room (no members, none
+        // recorded); a room without meta.json gets c2c's full meta.
+        if members.is_empty() && current.created_by.is_empty() {
+            let stamped = match meta {
+                None => RoomMeta::new(room_id, Visibility::Public, &[], alias, now),
+                Some(mut m) => {
+                    m.created_by = alias.to_ascii_lowercase();
+                    m
+                }
+            };
+            store::file::write_bytes_atomic(&meta_path, stamped.to_value().to_string().as_bytes())?;
         }
-        let sid = self.session_id().to_string();
-        let alias = self.alias().to_string();
-        store::update_array(&dir.join("members.json"), self.lock_timeout(), |records| {
-            let present = records
-                .iter()
-                .any(|m| m.get("session_id").and_then(Value::as_str) == Some(sid.as_str()));
-            if present {
-                return Ok(((), false));
+        let exact = members.iter().any(|m| {
+            m.get("session_id").and_then(Value::as_str) == Some(sid)
+                && m.get("alias").and_then(Value::as_str) == Some(alias)
+        });
+        if !exact {
+            let same = |m: &Value| {
+                m.get("session_id").and_then(Value::as_str) == Some(sid)
+                    || m.get("alias")
+                        .and_then(Value::as_str)
+                        .is_some_and(|a| alias_eq(a, alias))
+            };
+            match members.iter().position(same) {
+                Some(i) => {
+                    let mut row = members[i].clone();
+                    if let Value::Object(o) = &mut row {
+                        o.insert("alias".into(), Value::from(alias));
+                        o.insert("session_id".into(), Value::from(sid));
+                    }
+                    members[i] = row;
+                    let mut seen = false;
+                    members.retain(|m| {
+                        if !same(m) {
+                            return true;
+                        }
+                        let keep = !seen;
+                        seen = true;
+                        keep
+                    });
+                }
+                None => members.push(serde_json::json!({
+                    "alias": alias, "session_id": sid, "joined_at": now
+                })),
             }
-            records.push(serde_json::json!({
-                "alias": alias, "session_id": sid, "joined_at": crate::time::now_secs()
-            }));
-            Ok(((), true))
-        })?;
+            store::write_array_atomic(&members_path, &members)?;
+        }
         self.audit().event(
             "room_join",
             fields! {"room_id" => room_id, "alias" => self.alias()},
+        );
+        Ok(())
+    }
+
+    /// Add `alias` to an invite-only room's `invited_members` (kept as is when already
+    /// there). Only members may invite (c2c's `send_room_invite`).
+    ///
+    /// # Errors
+    /// [`Error::NotMember`], [`Error::UnknownRoom`], [`Error::InvalidId`], [`Error::Closed`],
+    /// store errors.
+    pub fn invite_to_room(&self, room_id: &str, alias: &str) -> Result<()> {
+        self.check_open()?;
+        validate_room_id(room_id)?;
+        validate_alias(alias)?;
+        let members_path = self.members_path(room_id, false)?;
+        if !members_path.parent().is_some_and(Path::exists) {
+            return Err(Error::UnknownRoom {
+                room_id: room_id.into(),
+            });
+        }
+        let meta_path = members_path.with_file_name("meta.json");
+        let _g =
+            LockGuard::acquire(&store::lock::sidecar_path(&members_path), self.lock_timeout())?;
+        let members = store::read_array(&members_path)?;
+        if !has_member(&members, self.session_id(), self.alias()) {
+            return Err(Error::NotMember {
+                room_id: room_id.into(),
+            });
+        }
+        let mut meta = read_meta(&meta_path)?.unwrap_or_else(RoomMeta::absent);
+        if !meta.is_invited(alias) {
+            meta.invited_members.push(alias.to_string());
+            store::file::write_bytes_atomic(&meta_path, meta.to_value().to_string().as_bytes())?;
+        }
+        self.audit().event(
+            "room_invite",
+            fields! {"room_id" => room_id, "alias" => self.alias(), "invitee" => alias},
+        );
+        Ok(())
+    }
+
+    /// Delete `room_id` and everything in it, by c2c's rule: only its creator (a room
+    /// without a recorded creator only with `force`), and only once it has no members. Both
+    /// room locks are held (members, then history) while the members are checked and the
+    /// files removed.
+    ///
+    /// # Errors
+    /// [`Error::RoomDeleteRefused`], [`Error::UnknownRoom`], [`Error::InvalidId`],
+    /// [`Error::Closed`], store errors.
+    pub fn delete_room(&self, room_id: &str, force: bool) -> Result<()> {
+        self.check_open()?;
+        validate_room_id(room_id)?;
+        let dir = self.root().room_dir(room_id, false)?;
+        if !dir.exists() {
+            return Err(Error::UnknownRoom {
+                room_id: room_id.into(),
+            });
+        }
+        let refused = |reason: String| Error::RoomDeleteRefused {
+            room_id: room_id.into(),
+            reason,
+        };
+        let members_path = dir.join("members.json");
+        let _members =
+            LockGuard::acquire(&store::lock::sidecar_path(&members_path), self.lock_timeout())?;
+        let _history = LockGuard::acquire(
+            &store::lock::sidecar_path(&dir.join("history.jsonl")),
+            self.lock_timeout(),
+        )?;
+        let meta = read_meta(&dir.join("meta.json"))?.unwrap_or_else(RoomMeta::absent);
+        meta.may_delete(room_id, self.alias(), force)
+            .map_err(refused)?;
+        if !store::read_array(&members_path)?.is_empty() {
+            return Err(refused(format!(
+                "cannot delete room with members: {room_id}"
+            )));
+        }
+        let entries = std::fs::read_dir(&dir).map_err(|e| Error::io(&dir, e))?;
+        for e in entries.flatten() {
+            let p = e.path();
+            std::fs::remove_file(&p).map_err(|e| Error::io(&p, e))?;
+        }
+        std::fs::remove_dir(&dir).map_err(|e| Error::io(&dir, e))?;
+        self.audit().event(
+            "room_delete",
+            fields! {"room_id" => room_id, "alias" => self.alias(), "force" => force},
         );
         Ok(())
     }
@@ -177,10 +370,12 @@ impl Broker {
         Ok(out)
     }
 
-    /// The last `limit` messages of a room's history, oldest first.
+    /// The last `limit` messages of a room's history, oldest first. An invite-only room's
+    /// history is for its members only (c2c's rule).
     ///
     /// # Errors
-    /// [`Error::InvalidId`], [`Error::UnknownRoom`], [`Error::Closed`], store errors.
+    /// [`Error::NotMember`] (invite-only room), [`Error::InvalidId`], [`Error::UnknownRoom`],
+    /// [`Error::Closed`], store errors.
     pub fn room_history(&self, room_id: &str, limit: usize) -> Result<Vec<RoomMessage>> {
         self.check_open()?;
         validate_room_id(room_id)?;
@@ -189,6 +384,15 @@ impl Broker {
             return Err(Error::UnknownRoom {
                 room_id: room_id.into(),
             });
+        }
+        let meta = read_meta(&dir.join("meta.json"))?.unwrap_or_else(RoomMeta::absent);
+        if meta.visibility.is_restricted() {
+            let members = store::read_array(&dir.join("members.json"))?;
+            if !meta.may_read_history(has_member(&members, self.session_id(), self.alias())) {
+                return Err(Error::NotMember {
+                    room_id: room_id.into(),
+                });
+            }
         }
         let lines = read_jsonl(&dir.join("history.jsonl"))?;
         let msgs: Vec<RoomMessage> = lines
@@ -229,14 +433,25 @@ impl Broker {
                 continue;
             }
             let members = store::read_array(&e.path().join("members.json"))?;
+            let meta = read_meta(&e.path().join("meta.json"))?.unwrap_or_else(RoomMeta::absent);
+            let joined = has_member(&members, self.session_id(), self.alias());
+            // c2c's listing: an invite-only room is hidden from an unrelated session, and
+            // shown without its roster to an invited one.
+            let roster = !meta.visibility.is_restricted() || joined;
+            if !roster && !meta.is_invited(self.alias()) {
+                continue;
+            }
             rooms.push(RoomInfo {
-                joined: members.iter().any(|m| {
-                    m.get("session_id").and_then(Value::as_str) == Some(self.session_id())
-                }),
-                members: members
-                    .iter()
-                    .filter_map(|m| m.get("alias").and_then(Value::as_str).map(str::to_string))
-                    .collect(),
+                joined,
+                members: if roster {
+                    members
+                        .iter()
+                        .filter_map(|m| m.get("alias").and_then(Value::as_str).map(str::to_string))
+                        .collect()
+                } else {
+                    Vec::new()
+                },
+                visibility: meta.visibility.as_str(),
                 room_id,
             });
         }

@@ -82,6 +82,26 @@ pub(crate) fn parse_array(path: &Path, bytes: &[u8]) -> Result<Vec<Value>> {
     }
 }
 
+/// Read a JSON-object file (a room's `meta.json`); `None` when it is absent.
+///
+/// # Errors
+/// [`Error::StoreCorrupt`] (bytes copied aside) when it is not a JSON object; [`Error::Io`]
+/// otherwise, including a symlink in the file's place.
+pub fn read_object(path: &Path) -> Result<Option<Value>> {
+    let Some((_, bytes)) = read_bytes(path)? else {
+        return Ok(None);
+    };
+    match serde_json::from_slice::<Value>(&bytes) {
+        Ok(v @ Value::Object(_)) => Ok(Some(v)),
+        Ok(other) => Err(corrupt(
+            path,
+            &bytes,
+            format!("expected a JSON object, found {}", json_kind(&other)),
+        )),
+        Err(e) => Err(corrupt(path, &bytes, e.to_string())),
+    }
+}
+
 fn json_kind(v: &Value) -> &'static str {
     match v {
         Value::Null => "null",

@@ -1,6 +1,35 @@
-//! Exclusive OFD locks on `X.lock` sidecar files.
+//! Exclusive OFD locks on c2c's lock sidecar files.
+//!
+//! # Every file of the broker root and its lock
+//!
+//! One table, c2c 0.8's names (observed in `../shared/fixtures/c2c-0.8/`, listed in
+//! `docs/c2c-broker-format.md`). "Lock" is the sidecar held, exclusively, for the whole
+//! read-modify-write (or append) of the file. [`sidecar_path`] and [`archive_lock_path`]
+//! implement it; [`LOCK_TABLE`] is the same table as data, and the tests take each entry's
+//! lock with `lockf` in another process (as c2c does) and check that we wait for it.
+//!
+//! | file | lock | written by c2c-bridge |
+//! |---|---|---|
+//! | `registry.json` | `registry.json.lock` | register, refresh, close, sweep |
+//! | `<sid>.inbox.json` | `<sid>.inbox.lock` | send, room fan-out, ack, drain, gate |
+//! | `archive/<sid>.jsonl` | `archive/<sid>.lock` | appends (ack, drain, gate) |
+//! | `pending_permissions.json` | `pending_permissions.json.lock` | open / check pending reply |
+//! | `dead-letter.jsonl` | `dead-letter.jsonl.lock` | sweep, rescue on register |
+//! | `rooms/<room>/members.json` | `rooms/<room>/members.lock` | join, leave, create, delete |
+//! | `rooms/<room>/meta.json` | `rooms/<room>/members.lock` (c2c takes none) | create, first join |
+//! | `rooms/<room>/history.jsonl` | `rooms/<room>/history.lock` | room post, delete |
+//! | `broker.log` | `broker.log.lock` | rotation only; a line is one `O_APPEND` write |
+//! | `relay_pins.json` | `relay_pins.json.lock` | never (c2c's relay) |
+//! | `held/<sid>.json` (ours) | `held/<sid>.json.lock` | the inbound gate |
+//! | `receipts/<sid>.jsonl` (ours) | none: one `O_APPEND` write per line | receipts |
+//! | `approval-*/<token>.json` | none: written once by rename | verdict side channel |
+//!
+//! Lock order (as in c2c): the registry lock before an inbox lock; an inbox lock before the
+//! held lock and the archive lock; a room's members lock before its history lock; the
+//! pending-permissions lock is taken alone.
 //!
 //! # Why OFD locks
+
 //!
 //! c2c takes `lockf(F_LOCK)` (a POSIX record lock) on the sidecar. We must conflict with it,
 //! which rules out `flock(2)`: on Linux flock and fcntl locks do not see each other. A classic
@@ -10,9 +39,6 @@
 //! open file description: they exclude each other inside one process *and* conflict with
 //! c2c's `lockf` in other processes. The kernel drops them when the holder dies, so a killed
 //! process never leaves a stale lock behind.
-//!
-//! Lock order (as in c2c): the registry lock before an inbox lock; the pending-permissions
-//! lock is taken alone.
 
 use std::fs::{File, OpenOptions};
 use std::os::unix::fs::OpenOptionsExt;
@@ -25,19 +51,61 @@ use nix::libc;
 
 use crate::error::{Error, Result};
 
-/// The sidecar lock path of a data file: `X` → `X.lock`, and c2c's special case
-/// `<sid>.inbox.json` → `<sid>.inbox.lock`.
+/// The sidecar lock of a data file, as c2c names it (see the table in the module doc):
+/// `<sid>.inbox.json` → `<sid>.inbox.lock`; `rooms/<room>/members.json` and
+/// `rooms/<room>/meta.json` → `rooms/<room>/members.lock`; `rooms/<room>/history.jsonl` →
+/// `rooms/<room>/history.lock`; any other `X` → `X.lock`. Archives are appended under
+/// [`archive_lock_path`] instead.
 pub fn sidecar_path(path: &Path) -> PathBuf {
     let name = path
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_default();
+    let in_room = path
+        .parent()
+        .and_then(Path::parent)
+        .and_then(Path::file_name)
+        .is_some_and(|n| n == "rooms");
     let lock_name = match name.strip_suffix(".inbox.json") {
         Some(stem) => format!("{stem}.inbox.lock"),
+        None if in_room && (name == "members.json" || name == "meta.json") => {
+            "members.lock".to_string()
+        }
+        None if in_room && name == "history.jsonl" => "history.lock".to_string(),
         None => format!("{name}.lock"),
     };
     path.with_file_name(lock_name)
 }
+
+/// c2c's lock for appends to `archive/<sid>.jsonl`: `archive/<sid>.lock`.
+pub fn archive_lock_path(archive: &Path) -> PathBuf {
+    archive.with_extension("lock")
+}
+
+/// One row of the table in the module doc: a data file and its lock, relative to the broker
+/// root, with `<sid>` and `<room>` standing for a session id and a room id.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LockEntry {
+    /// The data file.
+    pub file: &'static str,
+    /// The sidecar held while it is changed (c2c's name).
+    pub lock: &'static str,
+}
+
+/// Every file of the root that is changed under a lock, and that lock (c2c 0.8's names).
+pub const LOCK_TABLE: &[LockEntry] = &[
+    LockEntry { file: "registry.json", lock: "registry.json.lock" },
+    LockEntry { file: "<sid>.inbox.json", lock: "<sid>.inbox.lock" },
+    LockEntry { file: "archive/<sid>.jsonl", lock: "archive/<sid>.lock" },
+    LockEntry { file: "pending_permissions.json", lock: "pending_permissions.json.lock" },
+    LockEntry { file: "dead-letter.jsonl", lock: "dead-letter.jsonl.lock" },
+    LockEntry { file: "rooms/<room>/members.json", lock: "rooms/<room>/members.lock" },
+    LockEntry { file: "rooms/<room>/meta.json", lock: "rooms/<room>/members.lock" },
+    LockEntry { file: "rooms/<room>/history.jsonl", lock: "rooms/<room>/history.lock" },
+    LockEntry { file: "broker.log", lock: "broker.log.lock" },
+    LockEntry { file: "relay_pins.json", lock: "relay_pins.json.lock" },
+    LockEntry { file: "held/<sid>.json", lock: "held/<sid>.json.lock" },
+];
 
 /// An exclusive OFD lock on one sidecar file, released when dropped (the descriptor is
 /// closed, which releases an OFD lock — and only this one).

@@ -21,6 +21,24 @@ pub use file::{append_jsonl, read_array, write_array_atomic};
 pub use lock::LockGuard;
 pub use root::BrokerRoot;
 
+/// Append `values` to an archive `archive/<sid>.jsonl` under c2c's `archive/<sid>.lock`
+/// (see the table in [`lock`]), so c2c's drain and ours never interleave. Nothing to append
+/// takes no lock.
+///
+/// # Errors
+/// Lock timeouts and I/O errors.
+pub fn append_archive(
+    archive: &Path,
+    values: &[Value],
+    lock_timeout: std::time::Duration,
+) -> Result<()> {
+    if values.is_empty() {
+        return Ok(());
+    }
+    let _guard = LockGuard::acquire(&lock::archive_lock_path(archive), lock_timeout)?;
+    append_jsonl(archive, values)
+}
+
 /// Read-modify-write of the JSON-array file `path` under its sidecar lock.
 ///
 /// `f` receives the current records (an absent file reads as `[]`) and returns a value and

@@ -290,6 +290,24 @@ impl BrokerRoot {
         Ok(dir)
     }
 
+    /// Create `rooms/<room_id>/` (0700, `rooms/` too if needed) with one `mkdir`, so of two
+    /// creators exactly one succeeds (c2c's `create_room` relies on the same `EEXIST`).
+    ///
+    /// # Errors
+    /// [`Error::RoomExists`] when it exists; as [`ensure_private_dir`] for `rooms/`.
+    pub fn create_room_dir(&self, room_id: &str) -> Result<PathBuf> {
+        use std::os::unix::fs::DirBuilderExt;
+        let rooms = ensure_private_dir(&self.path.join("rooms"))?;
+        let dir = rooms.join(room_id);
+        match std::fs::DirBuilder::new().mode(0o700).create(&dir) {
+            Ok(()) => Ok(dir),
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Err(Error::RoomExists {
+                room_id: room_id.to_string(),
+            }),
+            Err(e) => Err(Error::io(&dir, e)),
+        }
+    }
+
     /// `rooms/` (not created).
     pub fn rooms_dir(&self) -> PathBuf {
         self.path.join("rooms")
