@@ -1,0 +1,330 @@
+//! c2c-bridge on the broker root the real c2c 0.8.0 CLI wrote (`tests/fixtures/c2c-0.8/`,
+//! whose README lists what was done): every message, room, invitation and pending slot in
+//! it is read, c2c's room access rules hold, and the files c2c-bridge rewrites keep c2c's
+//! fields and shapes.
+
+mod common;
+
+use c2c_bridge::room_meta::Visibility;
+use c2c_bridge::{Broker, ErrorCode, OpenOptions};
+use common::{copy_fixture, json, make_alive, refresh_pending, LiveProcess};
+use serde_json::{json, Value};
+use std::path::{Path, PathBuf};
+
+struct World {
+    dir: tempfile::TempDir,
+    root: PathBuf,
+    _bob: LiveProcess,
+    _carol: LiveProcess,
+}
+
+/// The fixture with bob's and carol's registrations pointing at live processes and the
+/// pending slots made current.
+fn world() -> World {
+    let (dir, root) = copy_fixture();
+    let (bob, carol) = (LiveProcess::start(), LiveProcess::start());
+    make_alive(&root, "ses_bob", bob.pid());
+    make_alive(&root, "ses_carol", carol.pid());
+    refresh_pending(&root);
+    World {
+        dir,
+        root,
+        _bob: bob,
+        _carol: carol,
+    }
+}
+
+impl World {
+    /// alice, registering (refreshing her dead c2c registration) from this process.
+    fn alice(&self) -> Broker {
+        Broker::open(OpenOptions {
+            session_id: "ses_alice".into(),
+            alias: Some("alice".into()),
+            root: Some(self.root.clone()),
+            directory: Some(self.dir.path().to_path_buf()),
+            ..Default::default()
+        })
+        .unwrap()
+    }
+
+    /// A c2c peer's session, attached to as the CLI does.
+    fn attach(&self, sid: &str) -> Broker {
+        Broker::open(OpenOptions {
+            session_id: sid.into(),
+            root: Some(self.root.clone()),
+            directory: Some(self.dir.path().to_path_buf()),
+            attach: true,
+            ..Default::default()
+        })
+        .unwrap()
+    }
+
+    fn path(&self, rel: &str) -> PathBuf {
+        self.root.join(rel)
+    }
+}
+
+fn record<'a>(records: &'a Value, sid: &str) -> &'a Value {
+    records
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["session_id"] == sid)
+        .unwrap()
+}
+
+#[test]
+fn refresh_keeps_c2cs_fields_of_ones_own_record_and_leaves_the_others_alone() {
+    let w = world();
+    let before = json(&w.path("registry.json"));
+    let alice = w.alice();
+    let after = json(&w.path("registry.json"));
+    let own = record(&after, "ses_alice");
+    assert_eq!(own["canonical_alias"], "alice#unknown@vm", "{own}");
+    assert_eq!(own["pid"], std::process::id());
+    for sid in ["ses_bob", "ses_carol"] {
+        assert_eq!(record(&after, sid), record(&before, sid));
+    }
+    // a second refresh (the plugin reopening in the same process) keeps it too
+    let _again = w.alice();
+    drop(alice);
+    let own = record(&json(&w.path("registry.json")), "ses_alice").clone();
+    assert_eq!(own["canonical_alias"], "alice#unknown@vm");
+}
+
+#[test]
+fn c2c_peers_are_listed_alive_and_dms_go_both_ways() {
+    let w = world();
+    let alice = w.alice();
+    let peers = alice.list_peers().unwrap();
+    let mut names: Vec<(String, bool)> = peers.iter().map(|p| (p.alias.clone(), p.alive)).collect();
+    names.sort();
+    assert_eq!(
+        names,
+        [("alice".into(), true), ("bob".into(), true), ("carol".into(), true)]
+    );
+    alice.send("bob", "from the bridge", &Default::default()).unwrap();
+    let bob_inbox = json(&w.path("ses_bob.inbox.json"));
+    let m = &bob_inbox[0];
+    // c2c's message fields, c2c's types
+    assert_eq!(m["from_alias"], "alice");
+    assert_eq!(m["to_alias"], "bob");
+    assert_eq!(m["content"], "from the bridge");
+    assert!(m["ts"].is_f64() && m["message_id"].is_string());
+}
+
+#[test]
+fn the_direct_messages_c2c_wrote_are_read_and_acknowledged_in_c2cs_archive_shape() {
+    let w = world();
+    let alice = w.alice();
+    let dms: Vec<_> = alice
+        .peek()
+        .unwrap()
+        .into_iter()
+        .filter(|m| m.room_id().is_none())
+        .collect();
+    assert_eq!(dms.len(), 1);
+    assert_eq!(dms[0].from_alias, "bob");
+    assert_eq!(dms[0].content, "hi alice — ünïcödé ✓ and \"quotes\"");
+    let carol = w.attach("ses_carol");
+    let inbox = carol.peek().unwrap();
+    let dm = inbox.iter().find(|m| m.room_id().is_none()).unwrap();
+    assert_eq!(dm.content, "for carol, to be left undelivered");
+    carol.ack(std::slice::from_ref(&dm.message_id)).unwrap();
+    // c2c's archive line: the record plus drained_at, drained_by, session_id
+    let archive = std::fs::read_to_string(w.path("archive/ses_carol.jsonl")).unwrap();
+    let line: Value = serde_json::from_str(archive.lines().next().unwrap()).unwrap();
+    let reference: Value = serde_json::from_str(
+        std::fs::read_to_string(w.path("archive/ses_bob.jsonl"))
+            .unwrap()
+            .lines()
+            .next()
+            .unwrap(),
+    )
+    .unwrap();
+    let keys = |v: &Value| {
+        let mut k: Vec<String> = v.as_object().unwrap().keys().cloned().collect();
+        k.sort();
+        k
+    };
+    let mut expected = keys(&reference);
+    expected.push("ts".into()); // c2c's drain dropped ts from bob's line; we keep the record whole
+    expected.sort();
+    assert_eq!(keys(&line), expected);
+    assert_eq!(line["session_id"], "ses_carol");
+    // the inbox stays a JSON array of c2c records, the room post untouched
+    let rest = json(&w.path("ses_carol.inbox.json"));
+    assert_eq!(
+        rest,
+        json!([{"from_alias":"bob","to_alias":"carol#lobby","content":"room post from bob","ts":1796055331.989317}])
+    );
+}
+
+#[test]
+fn every_room_and_invitation_is_read_with_c2cs_visibility() {
+    let w = world();
+    let alice = w.alice();
+    let rooms = alice.list_rooms().unwrap();
+    let summary: Vec<(&str, &str, Vec<String>, bool)> = rooms
+        .iter()
+        .map(|r| (r.room_id.as_str(), r.visibility, r.members.clone(), r.joined))
+        .collect();
+    assert_eq!(
+        summary,
+        [
+            ("lobby", "public", vec!["alice".into(), "bob".into(), "carol".into()], true),
+            ("secret", "invite_only", vec!["alice".into()], true),
+        ]
+    );
+    let history = alice.room_history("lobby", 10).unwrap();
+    assert_eq!(history.len(), 1);
+    assert_eq!(
+        (history[0].from_alias.as_str(), history[0].content.as_str()),
+        ("bob", "room post from bob")
+    );
+    // bob is invited: he sees the room, not its roster
+    let bob = w.attach("ses_bob");
+    let secret = bob
+        .list_rooms()
+        .unwrap()
+        .into_iter()
+        .find(|r| r.room_id == "secret")
+        .unwrap();
+    assert!(secret.members.is_empty() && !secret.joined);
+    // carol is neither member nor invited: the room is not listed to her
+    let carol = w.attach("ses_carol");
+    let listed: Vec<String> = carol.list_rooms().unwrap().into_iter().map(|r| r.room_id).collect();
+    assert_eq!(listed, ["lobby"]);
+}
+
+#[test]
+fn invite_only_refuses_a_non_invited_join_and_its_history() {
+    let w = world();
+    let _alice = w.alice();
+    let carol = w.attach("ses_carol");
+    let members = w.path("rooms/secret/members.json");
+    let before = std::fs::read(&members).unwrap();
+    let err = carol.join_room("secret").unwrap_err();
+    assert_eq!(err.code(), ErrorCode::NotInvited);
+    assert_eq!(err.code().as_str(), "E_NOT_INVITED");
+    assert!(err.to_string().contains("invite-only"), "{err}");
+    assert_eq!(std::fs::read(&members).unwrap(), before, "members.json untouched");
+    assert_eq!(
+        carol.room_history("secret", 10).unwrap_err().code(),
+        ErrorCode::NotMember
+    );
+    // posting needs membership too
+    assert_eq!(
+        carol
+            .send_room("secret", "let me in", &Default::default())
+            .unwrap_err()
+            .code(),
+        ErrorCode::NotMember
+    );
+    // the invited bob joins; the file keeps c2c's member shape and alice's row as it was
+    let bob = w.attach("ses_bob");
+    bob.join_room("secret").unwrap();
+    let rows = json(&members);
+    assert_eq!(rows[0], json!({"alias":"alice","session_id":"ses_alice","joined_at":1796055332.024471}));
+    let mut keys: Vec<&String> = rows[1].as_object().unwrap().keys().collect();
+    keys.sort();
+    assert_eq!(keys, ["alias", "joined_at", "session_id"]);
+    assert_eq!(rows[1]["alias"], "bob");
+    assert!(bob.room_history("secret", 10).unwrap().is_empty());
+    // meta.json is only read by a join
+    assert_eq!(
+        json(&w.path("rooms/secret/meta.json")),
+        json!({"visibility":"invite_only","invited_members":["bob"],"created_by":"alice"})
+    );
+}
+
+#[test]
+fn a_room_we_create_has_c2cs_meta_and_c2cs_rules() {
+    let w = world();
+    let alice = w.alice();
+    alice
+        .create_room("plans", Visibility::InviteOnly, &["Carol".into()])
+        .unwrap();
+    let meta = json(&w.path("rooms/plans/meta.json"));
+    assert_eq!(meta["visibility"], "invite_only");
+    assert_eq!(meta["invited_members"], json!(["Carol"]));
+    assert_eq!(meta["created_by"], "alice");
+    assert_eq!(
+        json(&w.path("rooms/plans/members.json"))[0]["session_id"],
+        "ses_alice"
+    );
+    assert_eq!(
+        alice
+            .create_room("plans", Visibility::Public, &[])
+            .unwrap_err()
+            .code(),
+        ErrorCode::RoomExists
+    );
+    let bob = w.attach("ses_bob");
+    assert_eq!(bob.join_room("plans").unwrap_err().code(), ErrorCode::NotInvited);
+    // only members invite
+    assert_eq!(
+        bob.invite_to_room("plans", "bob").unwrap_err().code(),
+        ErrorCode::NotMember
+    );
+    alice.invite_to_room("plans", "bob").unwrap();
+    bob.join_room("plans").unwrap();
+    let carol = w.attach("ses_carol");
+    carol.join_room("plans").unwrap();
+    assert_eq!(
+        json(&w.path("rooms/plans/meta.json"))["invited_members"],
+        json!(["Carol", "bob"])
+    );
+}
+
+#[test]
+fn who_may_delete_a_room_follows_c2c() {
+    let w = world();
+    let alice = w.alice();
+    let bob = w.attach("ses_bob");
+    let carol = w.attach("ses_carol");
+    let refused = |r: c2c_bridge::Result<()>| r.unwrap_err().code();
+    // not the creator
+    assert_eq!(refused(bob.delete_room("lobby", false)), ErrorCode::RoomDeleteRefused);
+    assert_eq!(refused(bob.delete_room("lobby", true)), ErrorCode::RoomDeleteRefused);
+    // the creator, but members remain
+    assert_eq!(refused(alice.delete_room("lobby", false)), ErrorCode::RoomDeleteRefused);
+    assert!(w.path("rooms/lobby/history.jsonl").exists());
+    for b in [&alice, &bob, &carol] {
+        b.leave_room("lobby").unwrap();
+    }
+    assert_eq!(refused(carol.delete_room("lobby", false)), ErrorCode::RoomDeleteRefused);
+    alice.delete_room("lobby", false).unwrap();
+    assert!(!w.path("rooms/lobby").exists());
+    assert_eq!(refused(alice.delete_room("lobby", false)), ErrorCode::UnknownRoom);
+    // a room without a recorded creator: only with force
+    std::fs::create_dir(w.path("rooms/legacy")).unwrap();
+    std::fs::write(w.path("rooms/legacy/members.json"), b"[]").unwrap();
+    assert_eq!(refused(bob.delete_room("legacy", false)), ErrorCode::RoomDeleteRefused);
+    bob.delete_room("legacy", true).unwrap();
+    assert!(!Path::new(&w.path("rooms/legacy")).exists());
+}
+
+#[test]
+fn the_pending_slots_c2c_opened_are_read() {
+    let w = world();
+    let _alice = w.alice();
+    let bob = w.attach("ses_bob");
+    let carol = w.attach("ses_carol");
+    let ok = bob.check_pending_reply("perm-open-1").unwrap();
+    assert!(ok.valid);
+    assert_eq!(ok.requester_session_id.as_deref(), Some("ses_alice"));
+    let no = carol.check_pending_reply("perm-open-1").unwrap();
+    assert!(!no.valid);
+    assert_eq!(no.error.as_deref(), Some("reply from non-supervisor: carol"));
+    assert!(carol.check_pending_reply("perm-checked-2").unwrap().valid);
+    // the file keeps every c2c field of every slot
+    for slot in json(&w.path("pending_permissions.json")).as_array().unwrap() {
+        for k in [
+            "perm_id", "kind", "requester_session_id", "requester_alias", "supervisors",
+            "created_at", "expires_at", "fallthrough_fired_at", "resolved_at", "verdict",
+        ] {
+            assert!(slot.get(k).is_some(), "{k} missing from {slot}");
+        }
+    }
+}
