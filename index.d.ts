@@ -81,8 +81,31 @@ export declare class Broker {
    * `dead-letter.jsonl` (never dropped). Errors: `E_CLOSED`, store codes.
    */
   sweep(): SweepResult
-  /** Join a room (created if needed). Errors: `E_INVALID_ID`, `E_CLOSED`, store codes. */
+  /**
+   * Join a room (created public if needed, as c2c does). An invite-only room admits only
+   * its members and invited aliases (c2c's rule).
+   * Errors: `E_NOT_INVITED`, `E_INVALID_ID`, `E_CLOSED`, store codes.
+   */
   joinRoom(roomId: string): void
+  /**
+   * Create a room and join it; `meta.json` is written in c2c's schema
+   * (`visibility`, `invited_members`, `created_by`).
+   * Errors: `E_ROOM_EXISTS`, `E_INVALID_OPTION` (visibility), `E_INVALID_ID`,
+   * `E_NOT_REGISTERED`, `E_CLOSED`, store codes.
+   */
+  createRoom(roomId: string, options?: CreateRoomOptions | undefined | null): void
+  /**
+   * Invite an alias to a room; only members may (c2c's rule).
+   * Errors: `E_NOT_MEMBER`, `E_UNKNOWN_ROOM`, `E_INVALID_ID`, `E_CLOSED`, store codes.
+   */
+  inviteToRoom(roomId: string, alias: string): void
+  /**
+   * Delete a room by c2c's rule: only its creator, once it has no members (`force` only
+   * for a room without a recorded creator).
+   * Errors: `E_ROOM_DELETE_REFUSED`, `E_UNKNOWN_ROOM`, `E_INVALID_ID`, `E_CLOSED`, store
+   * codes.
+   */
+  deleteRoom(roomId: string, force?: boolean | undefined | null): void
   /**
    * Leave a room; returns whether this session was a member.
    * Errors: `E_INVALID_ID`, `E_UNKNOWN_ROOM`, `E_CLOSED`, store codes.
@@ -95,8 +118,9 @@ export declare class Broker {
    */
   sendRoom(roomId: string, content: string, options?: SendOptions | undefined | null): BroadcastReport
   /**
-   * The last `limit` (default 50) messages of a room, oldest first.
-   * Errors: `E_INVALID_ID`, `E_UNKNOWN_ROOM`, `E_CLOSED`, store codes.
+   * The last `limit` (default 50) messages of a room, oldest first; an invite-only room's
+   * only to members. Errors: `E_NOT_MEMBER`, `E_INVALID_ID`, `E_UNKNOWN_ROOM`, `E_CLOSED`,
+   * store codes.
    */
   roomHistory(roomId: string, limit?: number | undefined | null): Array<RoomHistoryEntry>
   /** Every room with its members. Errors: `E_CLOSED`, store codes. */
@@ -290,6 +314,14 @@ export interface CheckOutcome {
  * Errors: `E_ROOT_INSECURE`, `E_IO`.
  */
 export declare function checkRoot(root: string): string
+
+/** Options of `createRoom`. */
+export interface CreateRoomOptions {
+  /** `public` (default) or `invite_only`, c2c's two modes. */
+  visibility?: string
+  /** Aliases invited to an invite-only room. Default `[]`. */
+  invite?: Array<string>
+}
 
 /**
  * The default alias of an OpenCode session: `<directory basename>-<4 hex of sha256(sessionId)>`,
@@ -682,6 +714,12 @@ export interface Room {
   members: Array<string>
   /** Whether this session is a member. */
   joined: boolean
+  /**
+   * `public`, `invite_only` (c2c's modes) or `unknown` (another tool's mode, enforced as
+   * invite-only). An invite-only room is listed only to its members and invited aliases,
+   * and to the latter without its members (c2c's rule).
+   */
+  visibility: string
 }
 
 /** One line of a room's history. `fromAlias` and `content` are untrusted. */

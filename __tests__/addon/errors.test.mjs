@@ -147,6 +147,32 @@ describe('error codes', () => {
     expect(b.roomHistory('private')).toEqual([]);
   });
 
+  test('E_NOT_INVITED, E_ROOM_EXISTS and E_ROOM_DELETE_REFUSED follow c2c\'s room rules', () => {
+    const root = fx.root();
+    const { a, b } = pair(root);
+    a.createRoom('secret', { visibility: 'invite_only', invite: ['carol'] });
+    const meta = JSON.parse(fs.readFileSync(path.join(root, 'rooms', 'secret', 'meta.json'), 'utf8'));
+    expect(meta).toMatchObject({ visibility: 'invite_only', invited_members: ['carol'], created_by: 'alice' });
+    const members = () => fs.readFileSync(path.join(root, 'rooms', 'secret', 'members.json'), 'utf8');
+    const before = members();
+    expect(catchErr(() => b.joinRoom('secret')).code).toBe('E_NOT_INVITED');
+    expect(members()).toBe(before);
+    expect(catchErr(() => b.roomHistory('secret')).code).toBe('E_NOT_MEMBER');
+    expect(b.listRooms()).toEqual([]);
+    expect(catchErr(() => b.createRoom('secret')).code).toBe('E_ROOM_EXISTS');
+    expect(catchErr(() => a.createRoom('other', { visibility: 'private' })).code).toBe('E_INVALID_OPTION');
+    a.inviteToRoom('secret', 'bob');
+    b.joinRoom('secret');
+    expect(a.listRooms().map((r) => [r.roomId, r.visibility, r.members.sort()])).toEqual([
+      ['secret', 'invite_only', ['alice', 'bob']],
+    ]);
+    b.leaveRoom('secret');
+    a.leaveRoom('secret');
+    expect(catchErr(() => b.deleteRoom('secret', true)).code).toBe('E_ROOM_DELETE_REFUSED');
+    a.deleteRoom('secret');
+    expect(fs.existsSync(path.join(root, 'rooms', 'secret'))).toBe(false);
+  });
+
   test('E_UNKNOWN_ROOM for sendRoom, leaveRoom and roomHistory of a missing room', () => {
     const root = fx.root();
     const { a } = pair(root);

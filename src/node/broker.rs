@@ -11,7 +11,7 @@ use napi_derive::napi;
 
 use super::error::{to_js, JsCode};
 use super::types::{
-    AckReport, BroadcastReport, CheckOutcome, DeliverableMessage, GateResult, HeldEntry,
+    AckReport, BroadcastReport, CheckOutcome, CreateRoomOptions, DeliverableMessage, GateResult, HeldEntry,
     InboxChange, InboxMessage, OpenOptions, PeerInfo, PendingOpened, PermissionAdvisoryInfo,
     ReceiptInfo, Room, RoomHistoryEntry, SendOptions, SendReceipt, SweepResult,
 };
@@ -302,10 +302,51 @@ impl JsBroker {
         self.inner.sweep().map(Into::into).map_err(to_js)
     }
 
-    /// Join a room (created if needed). Errors: `E_INVALID_ID`, `E_CLOSED`, store codes.
+    /// Join a room (created public if needed, as c2c does). An invite-only room admits only
+    /// its members and invited aliases (c2c's rule).
+    /// Errors: `E_NOT_INVITED`, `E_INVALID_ID`, `E_CLOSED`, store codes.
     #[napi(catch_unwind)]
     pub fn join_room(&self, room_id: String) -> Result<(), JsCode> {
         self.inner.join_room(&room_id).map_err(to_js)
+    }
+
+    /// Create a room and join it; `meta.json` is written in c2c's schema
+    /// (`visibility`, `invited_members`, `created_by`).
+    /// Errors: `E_ROOM_EXISTS`, `E_INVALID_OPTION` (visibility), `E_INVALID_ID`,
+    /// `E_NOT_REGISTERED`, `E_CLOSED`, store codes.
+    #[napi(catch_unwind)]
+    pub fn create_room(
+        &self,
+        room_id: String,
+        options: Option<CreateRoomOptions>,
+    ) -> Result<(), JsCode> {
+        let o = options.unwrap_or_default();
+        let visibility = match o.visibility.as_deref() {
+            None => crate::room_meta::Visibility::Public,
+            Some(v) => crate::room_meta::Visibility::parse_option(v)
+                .ok_or_else(|| bad_option("visibility", "\"public\" or \"invite_only\""))?,
+        };
+        self.inner
+            .create_room(&room_id, visibility, &o.invite.unwrap_or_default())
+            .map_err(to_js)
+    }
+
+    /// Invite an alias to a room; only members may (c2c's rule).
+    /// Errors: `E_NOT_MEMBER`, `E_UNKNOWN_ROOM`, `E_INVALID_ID`, `E_CLOSED`, store codes.
+    #[napi(catch_unwind)]
+    pub fn invite_to_room(&self, room_id: String, alias: String) -> Result<(), JsCode> {
+        self.inner.invite_to_room(&room_id, &alias).map_err(to_js)
+    }
+
+    /// Delete a room by c2c's rule: only its creator, once it has no members (`force` only
+    /// for a room without a recorded creator).
+    /// Errors: `E_ROOM_DELETE_REFUSED`, `E_UNKNOWN_ROOM`, `E_INVALID_ID`, `E_CLOSED`, store
+    /// codes.
+    #[napi(catch_unwind)]
+    pub fn delete_room(&self, room_id: String, force: Option<bool>) -> Result<(), JsCode> {
+        self.inner
+            .delete_room(&room_id, force.unwrap_or(false))
+            .map_err(to_js)
     }
 
     /// Leave a room; returns whether this session was a member.
@@ -331,8 +372,9 @@ impl JsBroker {
             .map_err(to_js)
     }
 
-    /// The last `limit` (default 50) messages of a room, oldest first.
-    /// Errors: `E_INVALID_ID`, `E_UNKNOWN_ROOM`, `E_CLOSED`, store codes.
+    /// The last `limit` (default 50) messages of a room, oldest first; an invite-only room's
+    /// only to members. Errors: `E_NOT_MEMBER`, `E_INVALID_ID`, `E_UNKNOWN_ROOM`, `E_CLOSED`,
+    /// store codes.
     #[napi(catch_unwind)]
     pub fn room_history(
         &self,

@@ -451,6 +451,10 @@ pub struct Room {
     pub members: Vec<String>,
     /// Whether this session is a member.
     pub joined: bool,
+    /// `public`, `invite_only` (c2c's modes) or `unknown` (another tool's mode, enforced as
+    /// invite-only). An invite-only room is listed only to its members and invited aliases,
+    /// and to the latter without its members (c2c's rule).
+    pub visibility: String,
 }
 
 impl From<RoomInfo> for Room {
@@ -459,8 +463,19 @@ impl From<RoomInfo> for Room {
             room_id: r.room_id,
             members: r.members,
             joined: r.joined,
+            visibility: r.visibility.to_string(),
         }
     }
+}
+
+/// Options of `createRoom`.
+#[napi(object)]
+#[derive(Debug, Clone, Default)]
+pub struct CreateRoomOptions {
+    /// `public` (default) or `invite_only`, c2c's two modes.
+    pub visibility: Option<String>,
+    /// Aliases invited to an invite-only room. Default `[]`.
+    pub invite: Option<Vec<String>>,
 }
 
 /// One line of a room's history. `fromAlias` and `content` are untrusted.
