@@ -575,7 +575,7 @@ fn ensure_inbox(root: &BrokerRoot, session_id: &str, lock_timeout: Duration) -> 
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
             store::file::replace_durable_file(&inbox, b"[]")
         }
-        _ => store::read_array(&inbox).map(drop),
+        _ => crate::inbox::read(&inbox).map(drop),
     }
 }
 
