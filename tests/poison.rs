@@ -168,3 +168,65 @@ fn not_an_array_at_all_is_still_corrupt() {
     );
     assert_eq!(std::fs::read(&inbox).unwrap(), b"{\"content\":\"\\ud83c\"}");
 }
+
+fn try_open(root: &Path, sid: &str, alias: &str) -> c2c_bridge::error::Result<Broker> {
+    Broker::open(OpenOptions {
+        session_id: sid.into(),
+        alias: Some(alias.into()),
+        root: Some(root.to_path_buf()),
+        directory: Some(root.parent().unwrap().to_path_buf()),
+        inbound_env: Some(None),
+        ..Default::default()
+    })
+}
+
+#[test]
+fn an_unparsed_registration_keeps_its_alias() {
+    let d = tempfile::tempdir().unwrap();
+    let root: PathBuf = d.path().join("broker");
+    let a = open(&root, "ses_a", "alice");
+    // Another program registers bob with a string registered_at and pid_start_time.
+    let reg = root.join("registry.json");
+    append_raw(
+        &reg,
+        &[br#"{"session_id":"ses_c2c_bob","alias":"bob","pid":1,"pid_start_time":"12","registered_at":"2026-11-30T18:00:00Z"}"#],
+    );
+    let e = try_open(&root, "ses_new", "Bob").err().unwrap();
+    assert_eq!(e.code(), ErrorCode::AliasTaken);
+    assert!(e.to_string().contains("unreadable registry record"), "{e}");
+    assert!(e.to_string().contains("Bob-2"), "{e}");
+    let records: Vec<serde_json::Value> =
+        serde_json::from_slice(&std::fs::read(&reg).unwrap()).unwrap();
+    assert_eq!(records.len(), 2, "no second bob, the unreadable record kept");
+    // The alias is not listed as a peer (it cannot be read), nor a send target.
+    assert!(a.list_peers().unwrap().iter().all(|p| p.alias != "bob"));
+    // Another alias is fine.
+    try_open(&root, "ses_new", "bob-2").unwrap();
+}
+
+#[test]
+fn an_unparsed_registration_counts_as_alive_for_the_m4_guard() {
+    let d = tempfile::tempdir().unwrap();
+    let root: PathBuf = d.path().join("broker");
+    let _a = open(&root, "ses_a", "alice");
+    // ses_old held "carol" and has an open pending slot; its record (now under another alias)
+    // cannot be parsed, so whether it lives cannot be known.
+    let reg = root.join("registry.json");
+    append_raw(
+        &reg,
+        &[br#"{"session_id":"ses_old","alias":"carol-away","registered_at":"soon"}"#],
+    );
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs_f64();
+    let slot = serde_json::json!([{
+        "perm_id": "perm-1", "kind": "permission", "requester_session_id": "ses_old",
+        "requester_alias": "carol", "supervisors": ["alice"], "created_at": now,
+        "expires_at": now + 600.0, "fallthrough_fired_at": [], "resolved_at": null,
+        "verdict": null
+    }]);
+    std::fs::write(root.join("pending_permissions.json"), slot.to_string()).unwrap();
+    let e = try_open(&root, "ses_new", "carol").err().unwrap();
+    assert_eq!(e.code(), ErrorCode::AliasPending);
+}
