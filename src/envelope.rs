@@ -126,7 +126,14 @@ pub struct PeerText<'a> {
     pub via: &'a [String],
     /// How the message was addressed.
     pub kind: Kind<'a>,
+    /// The stored text held invalid Unicode (a lone surrogate, bytes that are not UTF-8),
+    /// replaced with U+FFFD when it was read; the frame says so ([`REPAIRED_NOTE`]).
+    pub repaired: bool,
 }
+
+/// The line a frame carries when the message's stored text was repaired.
+pub const REPAIRED_NOTE: &str = "the stored text was not valid Unicode; the invalid parts \
+were replaced with U+FFFD";
 
 /// One entry of a listing: a peer, a held message, a receipt.
 #[derive(Debug, Clone, Copy)]
@@ -195,6 +202,9 @@ pub fn frame_message(msg: &PeerText<'_>) -> String {
         f.out.push('\n');
     }
     f.label_line("message-id: ", msg.message_id, MAX_ID_CHARS);
+    if msg.repaired {
+        f.raw_line("note: ", REPAIRED_NOTE);
+    }
     f.gutter_text(msg.body, "");
     f.finish()
 }
@@ -497,6 +507,7 @@ mod tests {
             message_id: id,
             via: &[],
             kind: Kind::Direct,
+            repaired: false,
         }
     }
 
@@ -604,6 +615,7 @@ mod tests {
                         message_id: body,
                         via: &via,
                         kind,
+                        repaired: false,
                     };
                     assert_one_frame(&frame_message(&m));
                 }

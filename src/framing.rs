@@ -34,6 +34,7 @@ pub fn frame_inbox_message(m: &Message) -> String {
         message_id: &m.message_id,
         via: &m.via,
         kind,
+        repaired: m.repaired == Some(true),
     })
 }
 

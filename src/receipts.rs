@@ -37,6 +37,9 @@ pub enum Status {
     Duplicate,
     /// Over the per sender→recipient rate limit; not sent.
     RateLimited,
+    /// The stored record could not be read by the recipient (not JSON, or no message); it
+    /// was moved aside unread, byte for byte (`quarantine/`).
+    Unreadable,
 }
 
 impl Status {
@@ -50,6 +53,7 @@ impl Status {
             Status::Dropped => "dropped",
             Status::Duplicate => "duplicate",
             Status::RateLimited => "rate_limited",
+            Status::Unreadable => "unreadable",
         }
     }
 
@@ -57,7 +61,11 @@ impl Status {
     pub fn is_bad(self) -> bool {
         matches!(
             self,
-            Status::Refused | Status::Expired | Status::Dropped | Status::RateLimited
+            Status::Refused
+                | Status::Expired
+                | Status::Dropped
+                | Status::RateLimited
+                | Status::Unreadable
         )
     }
 }

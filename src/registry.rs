@@ -2,7 +2,10 @@
 //!
 //! Records are read into [`Registration`] with every field c2c writes that we do not know
 //! kept in `extra`, so a read-modify-write never drops them. A record that does not have the
-//! registration shape is left in the file untouched and ignored.
+//! registration shape is left in the file untouched and is not listed; but when it names a
+//! string `alias` it is an [`Unparsed`] registration, which still holds that alias: it counts
+//! for alias collisions and for the M4 guard as a live owner (fail closed), and `doctor`
+//! shows it as unreadable.
 
 use std::path::Path;
 
@@ -71,6 +74,56 @@ pub fn parse_all(records: &[Value]) -> Vec<Registration> {
         .collect()
 }
 
+/// A registry record with a string `alias` that does not parse as a [`Registration`] (e.g. a
+/// string `registered_at` or `pid_start_time`, written by another program). Its liveness
+/// cannot be known, so it is taken to be alive wherever an alias is protected.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Unparsed {
+    /// The alias it names.
+    pub alias: String,
+    /// Its `session_id`, when that is a string.
+    pub session_id: Option<String>,
+    /// Why it does not parse (serde's message).
+    pub detail: String,
+}
+
+impl Unparsed {
+    /// `Some` for a record with a string `alias` that is not a registration.
+    pub fn from_value(v: &Value) -> Option<Unparsed> {
+        let alias = v.get("alias")?.as_str()?;
+        let err = Registration::deserialize(v).err()?;
+        Some(Unparsed {
+            alias: alias.to_string(),
+            session_id: v
+                .get("session_id")
+                .and_then(Value::as_str)
+                .map(str::to_string),
+            detail: err.to_string(),
+        })
+    }
+
+    /// A stand-in registration for the alias checks: the same alias and session id, no pid
+    /// (so alive by c2c's rule). Never listed, never a send target.
+    pub fn as_holder(&self) -> Registration {
+        Registration {
+            session_id: self.session_id.clone().unwrap_or_default(),
+            alias: self.alias.clone(),
+            pid: None,
+            pid_start_time: None,
+            registered_at: 0.0,
+            plugin_version: None,
+            client_type: None,
+            directory: None,
+            extra: Map::new(),
+        }
+    }
+}
+
+/// The [`Unparsed`] registrations of a raw registry array.
+pub fn unparsed_all(records: &[Value]) -> Vec<Unparsed> {
+    records.iter().filter_map(Unparsed::from_value).collect()
+}
+
 /// Parse the bytes of `registry.json` straight into registrations, without building a
 /// `serde_json::Value` tree of the whole file first. Records of another shape are skipped
 /// (the write paths, which keep them, still go through `Value`). Anything but a JSON array is
@@ -126,6 +179,26 @@ mod tests {
     use super::*;
     use crate::store::cache::{FileId, TRUST_AGE_SECS};
     use std::sync::Arc;
+
+    #[test]
+    fn a_record_with_a_string_alias_that_does_not_parse_is_unparsed() {
+        let recs = vec![
+            serde_json::json!({"session_id": "s1", "alias": "bob", "registered_at": "yesterday"}),
+            serde_json::json!({"session_id": "s2", "alias": "eve", "pid": 1, "pid_start_time": "12"}),
+            serde_json::json!({"session_id": "s3", "alias": "ok", "registered_at": 1.0}),
+            serde_json::json!({"session_id": "s4", "alias": 7}),
+            serde_json::json!("not a record"),
+        ];
+        assert_eq!(parse_all(&recs).len(), 1);
+        let u = unparsed_all(&recs);
+        assert_eq!(
+            u.iter().map(|u| u.alias.as_str()).collect::<Vec<_>>(),
+            vec!["bob", "eve"]
+        );
+        assert_eq!(u[0].session_id.as_deref(), Some("s1"));
+        assert!(u[1].detail.contains("pid_start_time") || u[1].detail.contains("string"));
+        assert!(u[0].as_holder().is_alive(), "unknown liveness counts as alive");
+    }
 
     #[test]
     fn unknown_fields_survive_a_roundtrip() {

@@ -125,10 +125,8 @@ impl Broker {
         let mut notices: Vec<Notice> = Vec::new();
         let now = crate::time::now_secs();
         let ttl = self.held_ttl.as_secs_f64();
-        let report = store::update_array(
-            &self.root().inbox(self.session_id()),
-            self.lock_timeout(),
-            |records| {
+        let sid = self.session_id().to_string();
+        let report = self.update_inbox(&sid, |records| {
                 let mut report = GateReport::default();
                 let mut keep = Vec::with_capacity(records.len());
                 let mut to_hold: Vec<Value> = Vec::new();
@@ -335,10 +333,8 @@ impl Broker {
     }
 
     fn take_from_inbox_by_ids(&self, ids: &[String]) -> Result<(Vec<Value>, ())> {
-        let taken = store::update_array(
-            &self.root().inbox(self.session_id()),
-            self.lock_timeout(),
-            |recs| {
+        let sid = self.session_id().to_string();
+        let taken = self.update_inbox(&sid, |recs| {
                 let (taken, kept): (Vec<Value>, Vec<Value>) =
                     std::mem::take(recs).into_iter().partition(|v| {
                         crate::inbox::raw_message_id(v)
@@ -355,7 +351,7 @@ impl Broker {
     /// Write each receipt to its sender's receipts file and, for a bad outcome, put a framed
     /// notice in the sender's inbox (from `c2c-system`). Failures are logged, never raised:
     /// the outcome already happened.
-    fn send_notices(&self, notices: Vec<Notice>) {
+    pub(super) fn send_notices(&self, notices: Vec<Notice>) {
         if notices.is_empty() {
             return;
         }
@@ -396,17 +392,14 @@ impl Broker {
                 broadcast: None,
                 released: None,
                 receipt: Some(r.clone()),
+                repaired: None,
                 extra: Default::default(),
             };
             let value = notice.to_value();
-            let res = store::update_array(
-                &self.root().inbox(&sender_sid),
-                self.lock_timeout(),
-                |recs| {
-                    recs.push(value);
-                    Ok(((), true))
-                },
-            );
+            let res = self.update_inbox(&sender_sid, |recs| {
+                recs.push(value);
+                Ok(((), true))
+            });
             if let Err(e) = res {
                 self.audit()
                     .event("receipt_notice_failed", fields! {"error" => e.to_string()});
@@ -547,19 +540,25 @@ impl Broker {
         let inbox = self.root().inbox(self.session_id());
         let _inbox_guard =
             LockGuard::acquire(&store::lock::sidecar_path(&inbox), self.lock_timeout())?;
+        let mut set_aside: Vec<crate::inbox::SetAside> = Vec::new();
         let (selected, expired) = self.take_held(Some(sel), |selected, expired| {
             self.archive_values(expired, "c2c-bridge:expired")?;
-            let mut records = store::read_array(&inbox)?;
-            records.extend(selected.iter().cloned().map(|mut v| {
-                if let Value::Object(o) = &mut v {
-                    o.remove("held_at");
-                    o.remove("hold_reason");
-                    o.insert("released".into(), Value::from(true));
-                }
-                v
-            }));
-            store::write_array_atomic(&inbox, &records)
+            let (_, moved) =
+                crate::inbox::update_locked(self.root(), self.session_id(), |records| {
+                    records.extend(selected.iter().cloned().map(|mut v| {
+                        if let Value::Object(o) = &mut v {
+                            o.remove("held_at");
+                            o.remove("hold_reason");
+                            o.insert("released".into(), Value::from(true));
+                        }
+                        v
+                    }));
+                    Ok(((), true))
+                })?;
+            set_aside = moved;
+            Ok(())
         })?;
+        self.report_set_aside(self.session_id(), std::mem::take(&mut set_aside));
         self.report_removed(expired, Status::Expired, "held too long");
         let ids: Vec<String> = selected
             .iter()

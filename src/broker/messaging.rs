@@ -176,6 +176,7 @@ impl Broker {
             broadcast: None,
             released: None,
             receipt: None,
+            repaired: None,
             extra: Default::default(),
         })
     }
@@ -201,17 +202,59 @@ impl Broker {
         );
     }
 
+    /// [`crate::inbox::update`] of `session_id`'s inbox; records moved aside on the way are
+    /// reported (audit line, and a `unreadable` receipt to their sender when known).
+    pub(super) fn update_inbox<T>(
+        &self,
+        session_id: &str,
+        f: impl FnOnce(&mut Vec<Value>) -> Result<(T, bool)>,
+    ) -> Result<T> {
+        let (out, moved) =
+            crate::inbox::update(self.root(), session_id, self.lock_timeout(), f)?;
+        self.report_set_aside(session_id, moved);
+        Ok(out)
+    }
+
+    /// The audit line and receipts for inbox records that were moved aside.
+    pub(super) fn report_set_aside(&self, session_id: &str, moved: Vec<crate::inbox::SetAside>) {
+        if moved.is_empty() {
+            return;
+        }
+        self.audit().event(
+            "inbox_set_aside",
+            fields! {
+                "session" => short_hash(session_id), "count" => moved.len(),
+                "kept_at" => moved.iter().filter_map(|s| s.kept_at.as_ref().map(|p| p.display().to_string())).collect::<Vec<_>>(),
+            },
+        );
+        let notices = moved
+            .into_iter()
+            .filter_map(|s| {
+                Some((
+                    s.sender_session_id?,
+                    crate::receipts::Receipt {
+                        message_id: s.message_id.unwrap_or_default(),
+                        status: Status::Unreadable,
+                        to_alias: s.to_alias.unwrap_or_default(),
+                        reason: Some(
+                            "the recipient could not read the stored record; it was set aside unread"
+                                .into(),
+                        ),
+                        ts: crate::time::now_secs(),
+                    },
+                ))
+            })
+            .collect();
+        self.send_notices(notices);
+    }
+
     /// Append `msg` to `session_id`'s inbox under its lock; the receipt says `queued`.
     fn enqueue(&self, to_session_id: &str, msg: Message, event: &str) -> Result<Receipt> {
         let value = msg.to_value();
-        store::update_array(
-            &self.root().inbox(to_session_id),
-            self.lock_timeout(),
-            |records| {
-                records.push(value);
-                Ok(((), true))
-            },
-        )?;
+        self.update_inbox(to_session_id, |records| {
+            records.push(value);
+            Ok(((), true))
+        })?;
         self.audit().event(
             event,
             fields! {
@@ -318,14 +361,14 @@ impl Broker {
     }
 
     /// This session's inbox, oldest first, without consuming it. Records that are not
-    /// messages are skipped (and left in the file).
+    /// messages are skipped (and left in the file); a message whose text held invalid
+    /// Unicode is returned repaired (`repaired` set), see [`crate::inbox`].
     ///
     /// # Errors
     /// [`Error::Closed`], [`Error::StoreCorrupt`], store errors.
     pub fn peek(&self) -> Result<Vec<Message>> {
         self.check_open()?;
-        let records = store::read_array(&self.root().inbox(self.session_id()))?;
-        Ok(records.iter().filter_map(Message::from_value).collect())
+        crate::inbox::read_messages(&self.root().inbox(self.session_id()))
     }
 
     /// Move exactly the messages with these ids from the inbox to
@@ -375,10 +418,8 @@ impl Broker {
     ) -> Result<Vec<Value>> {
         let archive = self.root().archive(self.session_id())?;
         let sid = self.session_id().to_string();
-        let taken = store::update_array(
-            &self.root().inbox(self.session_id()),
-            self.lock_timeout(),
-            |records| {
+        let sid_owned = self.session_id().to_string();
+        let taken = self.update_inbox(&sid_owned, |records| {
                 let (taken, kept): (Vec<Value>, Vec<Value>) =
                     std::mem::take(records).into_iter().partition(|v| pick(v));
                 *records = kept;
@@ -392,8 +433,7 @@ impl Broker {
                     .collect();
                 store::append_archive(&archive, &lines, self.lock_timeout())?;
                 Ok((taken, true))
-            },
-        )?;
+        })?;
         if !taken.is_empty() {
             self.audit().event(
                 "inbox_ack",
@@ -468,7 +508,23 @@ impl Broker {
         if registered {
             return Ok(0);
         }
-        let records = store::read_array(&inbox)?;
+        let entries = crate::inbox::read(&inbox)?;
+        let mut unread = Vec::new();
+        let mut originals = Vec::new();
+        for e in &entries {
+            match e {
+                crate::inbox::Entry::NotUnderstood(s) => unread.push(s.clone()),
+                crate::inbox::Entry::Message {
+                    original: Some(o), ..
+                } => originals.push(o.clone()),
+                _ => {}
+            }
+        }
+        if !unread.is_empty() || !originals.is_empty() {
+            // Kept byte for byte before the inbox goes.
+            crate::inbox::keep_all_aside(self.root(), sid, &originals, &mut unread)?;
+        }
+        let records: Vec<Value> = entries.iter().filter_map(|e| e.value().cloned()).collect();
         let now = crate::time::now_secs();
         let lines: Vec<Value> = records
             .iter()
@@ -515,8 +571,10 @@ pub(super) fn rescue_dead_letters(
         matches!(l, JsonLine::Value(v) if v.get("session_id").and_then(Value::as_str) == Some(session_id))
     });
     let count = mine.len();
-    if count > 0 {
-        let mut records = store::read_array(&inbox)?;
+    if count == 0 {
+        return Ok(());
+    }
+    crate::inbox::update_locked(root, session_id, |records| {
         let have: HashSet<String> = records
             .iter()
             .filter_map(|v| raw_message_id(v).map(str::to_string))
@@ -533,24 +591,21 @@ pub(super) fn rescue_dead_letters(
                 records.push(v);
             }
         }
-        // The inbox first, then the dead letter: a crash in between leaves copies in the
-        // dead letter (deduplicated by message_id next time), never a lost message.
-        store::write_array_atomic(&inbox, &records)?;
-        let mut bytes = Vec::new();
-        for line in rest {
-            match line {
-                JsonLine::Value(v) => {
-                    serde_json::to_writer(&mut bytes, &v).map_err(|e| Error::io(&dl, e.into()))?
-                }
-                JsonLine::Unparsed(s) => bytes.extend_from_slice(s.as_bytes()),
+        Ok(((), true))
+    })?;
+    // The inbox first, then the dead letter: a crash in between leaves copies in the dead
+    // letter (deduplicated by message_id next time), never a lost message.
+    let mut bytes = Vec::new();
+    for line in rest {
+        match line {
+            JsonLine::Value(v) => {
+                serde_json::to_writer(&mut bytes, &v).map_err(|e| Error::io(&dl, e.into()))?
             }
-            bytes.push(b'\n');
+            JsonLine::Unparsed(s) => bytes.extend_from_slice(s.as_bytes()),
         }
-        write_bytes_atomic(&dl, &bytes)?;
+        bytes.push(b'\n');
     }
-    if count == 0 {
-        return Ok(());
-    }
+    write_bytes_atomic(&dl, &bytes)?;
     log.event(
         "dead_letter_rescue",
         fields! {"session" => short_hash(session_id), "count" => count},

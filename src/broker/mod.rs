@@ -24,7 +24,9 @@ use crate::ids::{alias_eq, validate_alias, validate_session_id};
 use crate::log::{short_hash, AuditLog};
 use crate::policy::inbound::InboundMode;
 use crate::policy::rate::RateLimiter;
-use crate::registry::{free_alternative, parse_all, Registration, RegistryCache};
+use crate::registry::{
+    free_alternative, parse_all, unparsed_all, Registration, RegistryCache, Unparsed,
+};
 use crate::store::root::{resolve_path, RootEnv};
 use crate::store::{self, BrokerRoot};
 use crate::watch::InboxWatcher;
@@ -575,14 +577,30 @@ fn ensure_inbox(root: &BrokerRoot, session_id: &str, lock_timeout: Duration) -> 
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
             store::file::replace_durable_file(&inbox, b"[]")
         }
-        _ => store::read_array(&inbox).map(drop),
+        _ => crate::inbox::read(&inbox).map(drop),
     }
 }
 
 /// The decision of [`register`] on the records read under the registry lock.
 fn register_records(root: &BrokerRoot, reg: &Registration, records: &mut Vec<Value>) -> Result<()> {
     {
-        let regs = parse_all(records);
+        // Records that name an alias but do not parse hold it too, whoever they name and
+        // whatever their liveness (fail closed; `doctor` lists them as unreadable).
+        let unparsed = unparsed_all(records);
+        let regs: Vec<Registration> = parse_all(records)
+            .into_iter()
+            .chain(unparsed.iter().map(Unparsed::as_holder))
+            .collect();
+        if let Some(u) = unparsed.iter().find(|u| alias_eq(&u.alias, &reg.alias)) {
+            return Err(Error::AliasTaken {
+                alias: reg.alias.clone(),
+                owner_session_id: format!(
+                    "{} (an unreadable registry record: see `c2c-bridge doctor`)",
+                    u.session_id.as_deref().unwrap_or("?")
+                ),
+                suggestion: free_alternative(&reg.alias, &regs),
+            });
+        }
         if let Some(holder) = regs.iter().find(|r| {
             alias_eq(&r.alias, &reg.alias) && r.session_id != reg.session_id && r.is_alive()
         }) {

@@ -70,6 +70,7 @@ pub fn frame_message(message: FrameMessageInput) -> String {
         message_id: &message.message_id,
         via: &via,
         kind,
+        repaired: false,
     })
 }
 

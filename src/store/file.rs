@@ -143,6 +143,25 @@ fn create_new_0600(path: &Path) -> std::io::Result<File> {
         .open(path)
 }
 
+/// Create `path` (0600, never through a symlink) holding `bytes`, fsync'd. A file already
+/// there is left as it is (callers name files after their content).
+///
+/// # Errors
+/// [`Error::Io`] naming the file.
+pub(crate) fn write_new_0600(path: &Path, bytes: &[u8]) -> Result<()> {
+    match create_new_0600(path) {
+        Ok(mut f) => f
+            .write_all(bytes)
+            .and_then(|_| f.sync_all())
+            .map_err(|e| {
+                let _ = std::fs::remove_file(path);
+                Error::io(path, e)
+            }),
+        Err(e) if e.kind() == ErrorKind::AlreadyExists => Ok(()),
+        Err(e) => Err(Error::io(path, e)),
+    }
+}
+
 /// Atomically replace `path` with `records` as a JSON array (see the module doc).
 ///
 /// # Errors
@@ -262,7 +281,8 @@ pub enum JsonLine {
     Unparsed(String),
 }
 
-/// Make sure `dir` is a real directory (not a symlink), creating it with mode 0700.
+/// Make sure `dir` is a real directory (not a symlink), creating it with mode 0700. A
+/// directory it creates is made durable: its parent is fsync'd before it returns.
 ///
 /// # Errors
 /// [`Error::RootInsecure`] when a symlink or a non-directory stands in its place;
@@ -287,6 +307,7 @@ pub fn ensure_private_dir(dir: &Path) -> Result<PathBuf> {
                     }
                 })
                 .map_err(|e| Error::io(dir, e))?;
+            sync_dir(dir.parent().unwrap_or(Path::new(".")))?;
             Ok(dir.to_path_buf())
         }
         Err(e) => Err(Error::io(dir, e)),

@@ -9,6 +9,7 @@
 pub mod cache;
 pub mod file;
 pub mod lock;
+pub mod records;
 pub mod root;
 
 use std::path::Path;
