@@ -512,12 +512,34 @@ function cmdDoctor(addon, values) {
     if (!name.endsWith('.inbox.json')) continue;
     const sessionId = name.slice(0, -'.inbox.json'.length);
     const entry = { sessionId, registered: registered.has(sessionId), ...inboxCount(path.join(loc.path, name)) };
+    if (!entry.error) {
+      // Record by record, as the broker reads it (Rust): what is delivered, by which id, and
+      // what is not a message at all (left in place, never delivered: reported, not hidden).
+      try {
+        const s = addon.inspectInbox(loc.path, sessionId);
+        Object.assign(entry, {
+          messages: s.messages,
+          derivedIds: s.derivedIds,
+          notMessages: s.notMessages,
+          notUnderstood: s.notUnderstood,
+        });
+        if (s.notMessages.length) {
+          report.problems.push(`${name}: ${s.notMessages.length} record(s) that are not messages (never delivered): ${s.notMessages.join('; ')}`);
+        }
+        if (s.notUnderstood) report.problems.push(`${name}: ${s.notUnderstood} unreadable record(s), moved to quarantine/ by the next write`);
+      } catch (e) {
+        entry.error = `${e.code}: ${e.message}`;
+      }
+    }
     if (entry.error) report.problems.push(`${name}: ${entry.error}`);
     report.inboxes.push(entry);
   }
   text.push(`inboxes: ${report.inboxes.length}`);
   for (const i of report.inboxes) {
-    const what = i.error ? `FAIL ${safe(i.error)}` : `${i.messages} message(s) queued`;
+    let what = i.error ? `FAIL ${safe(i.error)}` : `${i.messages} message(s) queued`;
+    if (!i.error && i.derivedIds) what += ` (${i.derivedIds} without message_id, delivered by derived id)`;
+    if (!i.error && i.notMessages?.length) what += `; ${i.notMessages.length} record(s) NOT messages: ${i.notMessages.map(safe).join('; ')}`;
+    if (!i.error && i.notUnderstood) what += `; ${i.notUnderstood} unreadable record(s)`;
     text.push(`  ${safe(i.sessionId)}: ${what}${i.registered ? '' : ' (no registration)'}`);
   }
 

@@ -7,9 +7,11 @@
 //!
 //! - [`Entry::Message`]: a message; when its strings held invalid Unicode (a lone surrogate
 //!   `\ud83c`, bytes that are not UTF-8) they were replaced with U+FFFD and the message says
-//!   so (`repaired`, shown in its frame);
-//! - [`Entry::Other`]: JSON of another shape without a `message_id` (c2c's room fan-out has
-//!   none), left in the file as it is;
+//!   so (`repaired`, shown in its frame). A message without `message_id` (c2c 0.8's room
+//!   fan-out writes none) is delivered and acknowledged by its [`derived_message_id`], and
+//!   left in the file as c2c wrote it until it is taken;
+//! - [`Entry::Other`]: a JSON object of another shape without a `message_id`, left in the file
+//!   as it is, never delivered, and reported (audit line `inbox_not_message`, and `doctor`);
 //! - [`Entry::NotUnderstood`]: not JSON even after the repair, or a record that names a
 //!   `message_id` but is no message. It is never delivered.
 //!
@@ -79,10 +81,19 @@ pub struct Message {
 }
 
 impl Message {
-    /// Parse one raw inbox record; `None` for a record of another shape.
+    /// Parse one raw inbox record; `None` for a record of another shape. A message-shaped
+    /// record without `message_id` (c2c's room fan-out) gets its [`derived_message_id`].
     pub fn from_value(v: &Value) -> Option<Message> {
         // Deserialize from the borrowed value: no clone of the record.
-        serde::Deserialize::deserialize(v).ok()
+        if let Ok(m) = serde::Deserialize::deserialize(v) {
+            return Some(m);
+        }
+        let id = derived_message_id(v)?;
+        let mut with_id = v.clone();
+        with_id
+            .as_object_mut()?
+            .insert("message_id".into(), Value::from(id));
+        serde::Deserialize::deserialize(&with_id).ok()
     }
 
     /// The record as JSON, keeping `extra`.
@@ -108,9 +119,42 @@ pub fn archived(mut record: Value, now: f64, drained_by: &str, session_id: &str)
     record
 }
 
-/// The `message_id` of a raw record, if it has one.
-pub fn raw_message_id(v: &Value) -> Option<&str> {
-    v.get("message_id").and_then(Value::as_str)
+/// The prefix of a [`derived_message_id`]; never the start of a uuid.
+pub const DERIVED_ID_PREFIX: &str = "c2c-derived-";
+
+/// The stable id of a message-shaped record that has no `message_id` (c2c 0.8 writes none
+/// for room fan-out): `c2c-derived-` + 32 hex of sha256 over its `from_alias`, `to_alias`,
+/// `content` and the bits of its `ts` (float seconds; absent counts as absent). Those fields
+/// are the message; no rewrite changes them (key order, number formatting, our extras such
+/// as `repaired` do not count), so every read — by any handle, before or after a rewrite of
+/// the file — gives the same id, and acknowledgement and dedupe work by it. Two records equal
+/// in all four fields are one message. `None` for a record with a `message_id` (of any type)
+/// or without the three string fields.
+pub fn derived_message_id(v: &Value) -> Option<String> {
+    use sha2::{Digest, Sha256};
+    let o = v.as_object()?;
+    if o.contains_key("message_id") {
+        return None;
+    }
+    let text = |k: &str| o.get(k).and_then(Value::as_str);
+    let ts = o.get("ts").and_then(Value::as_f64).map(f64::to_bits);
+    let canonical = serde_json::json!([
+        text("from_alias")?,
+        text("to_alias")?,
+        text("content")?,
+        ts
+    ]);
+    let digest = Sha256::digest(canonical.to_string().as_bytes());
+    Some(format!("{DERIVED_ID_PREFIX}{}", &hex::encode(digest)[..32]))
+}
+
+/// The id of a raw record: its `message_id` string, else its [`derived_message_id`].
+pub fn raw_message_id(v: &Value) -> Option<std::borrow::Cow<'_, str>> {
+    match v.get("message_id") {
+        Some(Value::String(id)) => Some(std::borrow::Cow::Borrowed(id)),
+        Some(_) => None,
+        None => derived_message_id(v).map(std::borrow::Cow::Owned),
+    }
 }
 
 /// One record of an inbox file, as c2c-bridge understands it (see the module doc).
@@ -179,8 +223,9 @@ pub fn classify(record: Record, raw: impl FnOnce() -> Vec<u8>) -> Entry {
         return Entry::Message { value, original };
     }
     if value.is_object() && value.get("message_id").is_none() {
-        // Issue 13 gives these (c2c's id-less room fan-out) a derived id; until then they
-        // stay where they are.
+        // An object without an id that is not message-shaped either (no string from_alias,
+        // to_alias, content): c2c's, or a newer tool's. It stays where it is, never
+        // delivered, and is reported (see `Broker::report_not_messages`).
         return Entry::Other(value);
     }
     let field = |k: &str| value.get(k).and_then(Value::as_str).map(str::to_string);
@@ -260,6 +305,56 @@ pub fn read(path: &Path) -> Result<Vec<Entry>> {
 /// As [`read`].
 pub fn read_messages(path: &Path) -> Result<Vec<Message>> {
     Ok(read(path)?.iter().filter_map(Entry::message).collect())
+}
+
+/// What an inbox holds, record by record (for `doctor`).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Summary {
+    /// Messages that will be delivered.
+    pub messages: usize,
+    /// Of those, messages without `message_id`, delivered by their [`derived_message_id`].
+    pub derived_ids: usize,
+    /// JSON objects that are not messages: left in place, never delivered. One line each:
+    /// the record's keys (never its values, which may be anything).
+    pub not_messages: Vec<String>,
+    /// Records that cannot be understood (moved aside by the next write).
+    pub not_understood: usize,
+}
+
+/// A short, value-free description of a record that is not a message: `{key, key, …}`.
+pub fn describe_not_message(v: &Value) -> String {
+    match v.as_object() {
+        Some(o) => {
+            let keys: Vec<String> = o
+                .keys()
+                .take(12)
+                .map(|k| k.chars().filter(|c| !c.is_control()).take(40).collect())
+                .collect();
+            format!("{{{}}}", keys.join(", "))
+        }
+        None => "not an object".into(),
+    }
+}
+
+/// Summarise the inbox file `path` without a lock; moves nothing.
+///
+/// # Errors
+/// As [`read`].
+pub fn summarize(path: &Path) -> Result<Summary> {
+    let mut out = Summary::default();
+    for e in read(path)? {
+        match &e {
+            Entry::Message { value, .. } => {
+                out.messages += 1;
+                if value.get("message_id").is_none() {
+                    out.derived_ids += 1;
+                }
+            }
+            Entry::Other(v) => out.not_messages.push(describe_not_message(v)),
+            Entry::NotUnderstood(_) => out.not_understood += 1,
+        }
+    }
+    Ok(out)
 }
 
 /// Read-modify-write of `session_id`'s inbox under its lock, record by record (see the module

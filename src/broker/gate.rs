@@ -133,6 +133,7 @@ impl Broker {
                 let mut to_archive: Vec<Value> = Vec::new();
                 for v in std::mem::take(records) {
                     let Some(m) = Message::from_value(&v) else {
+                        self.report_not_message(&v);
                         keep.push(v);
                         continue;
                     };
@@ -338,7 +339,7 @@ impl Broker {
                 let (taken, kept): (Vec<Value>, Vec<Value>) =
                     std::mem::take(recs).into_iter().partition(|v| {
                         crate::inbox::raw_message_id(v)
-                            .is_some_and(|id| ids.iter().any(|x| x == id))
+                            .is_some_and(|id| ids.iter().any(|x| *x == id))
                     });
                 *recs = kept;
                 let changed = !taken.is_empty();
@@ -562,7 +563,7 @@ impl Broker {
         self.report_removed(expired, Status::Expired, "held too long");
         let ids: Vec<String> = selected
             .iter()
-            .filter_map(|v| crate::inbox::raw_message_id(v).map(str::to_string))
+            .filter_map(|v| crate::inbox::raw_message_id(v).map(String::from))
             .collect();
         self.audit().event(
             "held_release",
@@ -606,7 +607,7 @@ impl Broker {
         let taken = self.take_from_inbox(
             |v| {
                 crate::inbox::raw_message_id(v)
-                    .is_some_and(|id| message_ids.iter().any(|m| m == id))
+                    .is_some_and(|id| message_ids.iter().any(|m| *m == id))
             },
             "ack",
         )?;

@@ -368,7 +368,36 @@ impl Broker {
     /// [`Error::Closed`], [`Error::StoreCorrupt`], store errors.
     pub fn peek(&self) -> Result<Vec<Message>> {
         self.check_open()?;
-        crate::inbox::read_messages(&self.root().inbox(self.session_id()))
+        let entries = crate::inbox::read(&self.root().inbox(self.session_id()))?;
+        for e in &entries {
+            if let crate::inbox::Entry::Other(v) = e {
+                self.report_not_message(v);
+            }
+        }
+        Ok(entries.iter().filter_map(crate::inbox::Entry::message).collect())
+    }
+
+    /// Report a record of this session's inbox that is not a message (it stays in the file,
+    /// never delivered): one `inbox_not_message` audit line per record per handle, naming its
+    /// keys, never its values. `doctor` lists them too.
+    pub(super) fn report_not_message(&self, v: &Value) {
+        use sha2::{Digest, Sha256};
+        let digest = hex::encode(Sha256::digest(v.to_string().as_bytes()));
+        let first = self
+            .not_messages_reported
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(digest[..16].to_string());
+        if first {
+            self.audit().event(
+                "inbox_not_message",
+                fields! {
+                    "session" => short_hash(self.session_id()),
+                    "record" => &digest[..16],
+                    "keys" => crate::inbox::describe_not_message(v),
+                },
+            );
+        }
     }
 
     /// Move exactly the messages with these ids from the inbox to
@@ -382,13 +411,13 @@ impl Broker {
         self.check_open()?;
         let wanted: HashSet<&str> = message_ids.iter().map(String::as_str).collect();
         self.take_from_inbox(
-            |v| raw_message_id(v).is_some_and(|id| wanted.contains(id)),
+            |v| raw_message_id(v).is_some_and(|id| wanted.contains(&*id)),
             "ack",
         )
         .map(|taken| {
             let acked: Vec<String> = taken
                 .iter()
-                .filter_map(|v| raw_message_id(v).map(str::to_string))
+                .filter_map(|v| raw_message_id(v).map(String::from))
                 .collect();
             let got: HashSet<&str> = acked.iter().map(String::as_str).collect();
             let mut seen = HashSet::new();
@@ -577,11 +606,11 @@ pub(super) fn rescue_dead_letters(
     crate::inbox::update_locked(root, session_id, |records| {
         let have: HashSet<String> = records
             .iter()
-            .filter_map(|v| raw_message_id(v).map(str::to_string))
+            .filter_map(|v| raw_message_id(v).map(String::from))
             .collect();
         for line in mine {
             if let JsonLine::Value(mut v) = line {
-                if raw_message_id(&v).is_some_and(|id| have.contains(id)) {
+                if raw_message_id(&v).is_some_and(|id| have.contains(&*id)) {
                     continue;
                 }
                 if let Value::Object(m) = &mut v {

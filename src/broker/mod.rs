@@ -146,6 +146,8 @@ pub struct Broker {
     registry_cache: RegistryCache,
     /// `pending_permissions.json`, parsed (reused while the file is unchanged).
     pending_cache: crate::store::cache::ParsedFileCache<Vec<Value>>,
+    /// Records of our inbox already reported as not messages (first 16 hex of their sha256).
+    not_messages_reported: Mutex<std::collections::HashSet<String>>,
 }
 
 impl Broker {
@@ -301,6 +303,7 @@ impl Broker {
             rate: Mutex::new(rate),
             registry_cache: RegistryCache::new(),
             pending_cache: crate::store::cache::ParsedFileCache::new(),
+            not_messages_reported: Mutex::new(Default::default()),
         })
     }
 

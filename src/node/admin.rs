@@ -137,3 +137,40 @@ pub fn probe_lock(root: String, file: String, timeout_ms: Option<u32>) -> Result
 pub fn canonical_directory(directory: String) -> Option<String> {
     crate::policy::inbound::canonical_directory(std::path::Path::new(&directory))
 }
+
+/// What one inbox holds, record by record (see `inspectInbox`).
+#[napi(object)]
+#[derive(Debug, Clone)]
+pub struct InboxSummary {
+    /// Messages that will be delivered.
+    pub messages: u32,
+    /// Of those, messages without `message_id` (c2c's room fan-out), delivered and
+    /// acknowledged by their derived id (`c2c-derived-…`).
+    pub derived_ids: u32,
+    /// JSON objects that are not messages, one value-free description each (`{key, …}`):
+    /// left in the file, never delivered.
+    pub not_messages: Vec<String>,
+    /// Records that cannot be understood (moved to `quarantine/` by the next write).
+    pub not_understood: u32,
+}
+
+/// Read `<sessionId>.inbox.json` of `root` record by record, as the broker does, without a
+/// lock and without changing anything: `doctor`'s inbox check.
+/// Errors: `E_INVALID_ID`, `E_ROOT_INSECURE`, `E_STORE_CORRUPT` (not a JSON array at all),
+/// `E_IO`.
+#[napi(catch_unwind)]
+pub fn inspect_inbox(root: String, session_id: String) -> Result<InboxSummary, JsCode> {
+    let r = BrokerRoot::open_existing(
+        std::path::Path::new(&root),
+        crate::store::root::RootSource::Explicit,
+    )
+    .map_err(to_js)?;
+    crate::ids::validate_session_id(&session_id).map_err(to_js)?;
+    let s = crate::inbox::summarize(&r.inbox(&session_id)).map_err(to_js)?;
+    Ok(InboxSummary {
+        messages: s.messages as u32,
+        derived_ids: s.derived_ids as u32,
+        not_messages: s.not_messages,
+        not_understood: s.not_understood as u32,
+    })
+}
