@@ -474,6 +474,32 @@ export interface InboxMessage {
   receipt?: ReceiptInfo
 }
 
+/** What one inbox holds, record by record (see `inspectInbox`). */
+export interface InboxSummary {
+  /** Messages that will be delivered. */
+  messages: number
+  /**
+   * Of those, messages without `message_id` (c2c's room fan-out), delivered and
+   * acknowledged by their derived id (`c2c-derived-…`).
+   */
+  derivedIds: number
+  /**
+   * JSON objects that are not messages, one value-free description each (`{key, …}`):
+   * left in the file, never delivered.
+   */
+  notMessages: Array<string>
+  /** Records that cannot be understood (moved to `quarantine/` by the next write). */
+  notUnderstood: number
+}
+
+/**
+ * Read `<sessionId>.inbox.json` of `root` record by record, as the broker does, without a
+ * lock and without changing anything: `doctor`'s inbox check.
+ * Errors: `E_INVALID_ID`, `E_ROOT_INSECURE`, `E_STORE_CORRUPT` (not a JSON array at all),
+ * `E_IO`.
+ */
+export declare function inspectInbox(root: string, sessionId: string): InboxSummary
+
 /**
  * Every registration of `root` with liveness (`isSelf` is always false here).
  * Errors: `E_ROOT_INSECURE`, `E_STORE_CORRUPT`, `E_IO`.

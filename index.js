@@ -845,6 +845,7 @@ module.exports.defaultAlias = nativeBinding.defaultAlias
 module.exports.frameListing = nativeBinding.frameListing
 module.exports.frameMessage = nativeBinding.frameMessage
 module.exports.frameNotice = nativeBinding.frameNotice
+module.exports.inspectInbox = nativeBinding.inspectInbox
 module.exports.listRegistrations = nativeBinding.listRegistrations
 module.exports.nativeVersion = nativeBinding.nativeVersion
 module.exports.noop = nativeBinding.noop

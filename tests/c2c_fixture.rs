@@ -328,3 +328,86 @@ fn the_pending_slots_c2c_opened_are_read() {
         }
     }
 }
+
+fn inbox_records(w: &World, sid: &str) -> Vec<Value> {
+    json(&w.path(&format!("{sid}.inbox.json")))
+        .as_array()
+        .unwrap()
+        .clone()
+}
+
+#[test]
+fn c2cs_room_fan_out_without_message_id_is_delivered_and_acknowledged_by_a_stable_id() {
+    let w = world();
+    let alice = w.alice();
+    let msgs = alice.peek().unwrap();
+    assert_eq!(msgs.len(), 2, "the DM and the room post");
+    let post = msgs.iter().find(|m| m.room_id() == Some("lobby")).unwrap();
+    assert_eq!((post.from_alias.as_str(), post.content.as_str()), ("bob", "room post from bob"));
+    assert!(post.message_id.starts_with("c2c-derived-"), "{}", post.message_id);
+    // the same id on every read, by any handle, and from the record alone
+    assert_eq!(alice.peek().unwrap(), msgs);
+    let raw = inbox_records(&w, "ses_alice")[1].clone();
+    assert_eq!(
+        c2c_bridge::inbox::derived_message_id(&raw).as_deref(),
+        Some(post.message_id.as_str())
+    );
+    // … also after c2c rewrites the file its own way (keys reordered, pretty-printed)
+    let path = w.path("ses_alice.inbox.json");
+    let reordered: Vec<Value> = inbox_records(&w, "ses_alice")
+        .into_iter()
+        .map(|r| {
+            let mut o: Vec<(String, Value)> = r.as_object().unwrap().clone().into_iter().collect();
+            o.reverse();
+            Value::Object(o.into_iter().collect())
+        })
+        .collect();
+    std::fs::write(&path, serde_json::to_string_pretty(&reordered).unwrap()).unwrap();
+    assert_eq!(alice.peek().unwrap()[1].message_id, post.message_id);
+    // the gate passes it on like any message
+    let gate = alice.gate_inbox().unwrap();
+    assert!(gate.deliver.iter().any(|m| m.message_id == post.message_id));
+    // nothing was written into c2c's record
+    assert!(inbox_records(&w, "ses_alice")[1].get("message_id").is_none());
+    // acknowledged by that id: archived in c2c's shape, gone from the inbox, once
+    let ack = alice.ack(std::slice::from_ref(&post.message_id)).unwrap();
+    assert_eq!(ack.acked, [post.message_id.clone()]);
+    let left: Vec<Value> = inbox_records(&w, "ses_alice");
+    assert_eq!(left.len(), 1);
+    assert_eq!(left[0]["message_id"], "f90ebc40-969f-444b-b9e0-f83e20af587e");
+    let archive = std::fs::read_to_string(w.path("archive/ses_alice.jsonl")).unwrap();
+    let line: Value = serde_json::from_str(archive.lines().last().unwrap()).unwrap();
+    assert_eq!(line["to_alias"], "alice#lobby");
+    assert_eq!(line["drained_by"], "c2c-bridge:ack");
+    assert_eq!(
+        alice.ack(std::slice::from_ref(&post.message_id)).unwrap().missing,
+        [post.message_id.clone()]
+    );
+}
+
+#[test]
+fn a_record_that_is_not_a_message_is_reported_never_skipped_silently() {
+    let w = world();
+    let alice = w.alice();
+    let path = w.path("ses_alice.inbox.json");
+    let mut records = inbox_records(&w, "ses_alice");
+    records.push(json!({"kind": "future-event", "payload": {"secret": "value"}}));
+    std::fs::write(&path, serde_json::to_vec(&records).unwrap()).unwrap();
+    assert_eq!(alice.peek().unwrap().len(), 2, "both messages still delivered");
+    alice.peek().unwrap();
+    alice.gate_inbox().unwrap();
+    let log = std::fs::read_to_string(w.path("broker.log")).unwrap();
+    let reports: Vec<&str> = log.lines().filter(|l| l.contains("inbox_not_message")).collect();
+    assert_eq!(reports.len(), 1, "once per record: {reports:?}");
+    assert!(reports[0].contains("{kind, payload}"), "{}", reports[0]);
+    assert!(!reports[0].contains("value"), "never the values: {}", reports[0]);
+    // doctor's view
+    let s = c2c_bridge::inbox::summarize(&path).unwrap();
+    assert_eq!(s.messages, 2);
+    assert_eq!(s.derived_ids, 1);
+    assert_eq!(s.not_messages, ["{kind, payload}"]);
+    // it stays in the file through every rewrite
+    let ids: Vec<String> = alice.peek().unwrap().into_iter().map(|m| m.message_id).collect();
+    alice.ack(&ids).unwrap();
+    assert_eq!(inbox_records(&w, "ses_alice"), [json!({"kind": "future-event", "payload": {"secret": "value"}})]);
+}
