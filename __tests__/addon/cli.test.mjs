@@ -308,6 +308,27 @@ describe('doctor', () => {
     expect(t.stdout).toMatch(/dead-letter.jsonl: absent/);
   });
 
+  test('c2c records without message_id are counted as messages; records that are not messages are problems', () => {
+    const { root, b } = setup();
+    const inbox = path.join(root, `${b.sessionId}.inbox.json`);
+    // what c2c 0.8 writes for a room post (no message_id), and a record of another shape
+    fs.writeFileSync(inbox, JSON.stringify([
+      { from_alias: 'alice', to_alias: 'bob#lobby', content: 'room post', ts: 1796055331.98 },
+      { kind: 'future-event', payload: { x: 1 } },
+    ]));
+    const j = cli(['--root', root, '--json', 'doctor']);
+    expect(j.code).toBe(1);
+    const rep = json(j);
+    expect(rep.inboxes.find((i) => i.sessionId === b.sessionId)).toMatchObject({
+      messages: 1, derivedIds: 1, notMessages: ['{kind, payload}'], notUnderstood: 0,
+    });
+    expect(rep.problems.some((p) => p.includes('not messages') && p.includes('{kind, payload}'))).toBe(true);
+    const t = cli(['--root', root, 'doctor']);
+    expect(t.stdout).toContain(`${b.sessionId}: 1 message(s) queued (1 without message_id, delivered by derived id); 1 record(s) NOT messages: {kind, payload}`);
+    // doctor only reads
+    expect(JSON.parse(fs.readFileSync(inbox, 'utf8'))).toHaveLength(2);
+  });
+
   test('an insecure root fails (exit 1) with E_ROOT_INSECURE', () => {
     const { root } = setup();
     fs.chmodSync(root, 0o770);
