@@ -138,12 +138,8 @@ pub fn derived_message_id(v: &Value) -> Option<String> {
     }
     let text = |k: &str| o.get(k).and_then(Value::as_str);
     let ts = o.get("ts").and_then(Value::as_f64).map(f64::to_bits);
-    let canonical = serde_json::json!([
-        text("from_alias")?,
-        text("to_alias")?,
-        text("content")?,
-        ts
-    ]);
+    let canonical =
+        serde_json::json!([text("from_alias")?, text("to_alias")?, text("content")?, ts]);
     let digest = Sha256::digest(canonical.to_string().as_bytes());
     Some(format!("{DERIVED_ID_PREFIX}{}", &hex::encode(digest)[..32]))
 }
@@ -276,9 +272,8 @@ pub fn parse(path: &Path, bytes: &[u8]) -> Result<Vec<Entry>> {
         .map(|(i, r)| {
             classify(r, || {
                 // The whole-file fast path kept no element bytes: split once, on demand.
-                let ranges = ranges.get_or_insert_with(|| {
-                    records::split_array(bytes).unwrap_or_default()
-                });
+                let ranges =
+                    ranges.get_or_insert_with(|| records::split_array(bytes).unwrap_or_default());
                 ranges
                     .get(i)
                     .map(|r| bytes[r.clone()].to_vec())
@@ -475,11 +470,15 @@ mod tests {
             assert_ne!(derived_message_id(&other).unwrap(), id, "{k}");
         }
         // a record with an id keeps it; a record of another shape has none
-        let with_id = serde_json::json!({"from_alias":"a","to_alias":"b","content":"c","message_id":"m1"});
+        let with_id =
+            serde_json::json!({"from_alias":"a","to_alias":"b","content":"c","message_id":"m1"});
         assert_eq!(derived_message_id(&with_id), None);
         assert_eq!(raw_message_id(&with_id).unwrap(), "m1");
         assert_eq!(derived_message_id(&serde_json::json!({"kind":"x"})), None);
-        assert_eq!(derived_message_id(&serde_json::json!({"from_alias":"a","to_alias":"b","content":1})), None);
+        assert_eq!(
+            derived_message_id(&serde_json::json!({"from_alias":"a","to_alias":"b","content":1})),
+            None
+        );
     }
 
     #[test]

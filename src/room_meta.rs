@@ -177,7 +177,12 @@ impl RoomMeta {
     ///
     /// # Errors
     /// The refusal text when an invite-only room does not admit `alias`.
-    pub fn may_join(&self, room_id: &str, alias: &str, already_member: bool) -> Result<(), Refusal> {
+    pub fn may_join(
+        &self,
+        room_id: &str,
+        alias: &str,
+        already_member: bool,
+    ) -> Result<(), Refusal> {
         if !self.visibility.is_restricted() || already_member || self.is_invited(alias) {
             return Ok(());
         }
@@ -237,7 +242,12 @@ mod tests {
         let m = RoomMeta::from_value(&legacy).unwrap();
         assert!(m.may_join("r", "zed", false).is_ok());
         assert!(m.may_read_history(false));
-        for odd in [json!("private"), json!("gated"), json!(1), json!(["public"])] {
+        for odd in [
+            json!("private"),
+            json!("gated"),
+            json!(1),
+            json!(["public"]),
+        ] {
             let m = RoomMeta::from_value(&json!({"visibility": odd.clone()})).unwrap();
             assert!(m.may_join("r", "zed", false).is_err(), "{odd}");
             assert!(!m.may_read_history(false), "{odd}");
@@ -256,7 +266,10 @@ mod tests {
         assert!(m.may_join("s", "bob", false).is_ok(), "case-insensitive");
         assert!(m.may_join("s", "alice", true).is_ok(), "already a member");
         let err = m.may_join("s", "carol", false).unwrap_err();
-        assert!(err.contains("invite-only") && err.contains("carol"), "{err}");
+        assert!(
+            err.contains("invite-only") && err.contains("carol"),
+            "{err}"
+        );
         assert!(m.may_read_history(true));
         assert!(!m.may_read_history(false));
     }
@@ -266,7 +279,10 @@ mod tests {
         let m = RoomMeta::new("r", Visibility::Public, &[], "Alice", 1.0);
         assert_eq!(m.created_by, "alice");
         assert!(m.may_delete("r", "ALICE", false).is_ok());
-        assert!(m.may_delete("r", "bob", true).is_err(), "force does not override a creator");
+        assert!(
+            m.may_delete("r", "bob", true).is_err(),
+            "force does not override a creator"
+        );
         let legacy = RoomMeta::absent();
         assert!(legacy.may_delete("r", "bob", false).is_err());
         assert!(legacy.may_delete("r", "bob", true).is_ok());
@@ -285,7 +301,13 @@ mod tests {
         let keys: Vec<&String> = v.as_object().unwrap().keys().collect();
         assert_eq!(
             keys,
-            ["visibility", "invited_members", "created_by", "room_id", "created_at"]
+            [
+                "visibility",
+                "invited_members",
+                "created_by",
+                "room_id",
+                "created_at"
+            ]
         );
         assert_eq!(v["invited_members"], json!(["bob", "carol"]));
     }

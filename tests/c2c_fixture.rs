@@ -101,9 +101,15 @@ fn c2c_peers_are_listed_alive_and_dms_go_both_ways() {
     names.sort();
     assert_eq!(
         names,
-        [("alice".into(), true), ("bob".into(), true), ("carol".into(), true)]
+        [
+            ("alice".into(), true),
+            ("bob".into(), true),
+            ("carol".into(), true)
+        ]
     );
-    alice.send("bob", "from the bridge", &Default::default()).unwrap();
+    alice
+        .send("bob", "from the bridge", &Default::default())
+        .unwrap();
     let bob_inbox = json(&w.path("ses_bob.inbox.json"));
     let m = &bob_inbox[0];
     // c2c's message fields, c2c's types
@@ -167,12 +173,24 @@ fn every_room_and_invitation_is_read_with_c2cs_visibility() {
     let rooms = alice.list_rooms().unwrap();
     let summary: Vec<(&str, &str, Vec<String>, bool)> = rooms
         .iter()
-        .map(|r| (r.room_id.as_str(), r.visibility, r.members.clone(), r.joined))
+        .map(|r| {
+            (
+                r.room_id.as_str(),
+                r.visibility,
+                r.members.clone(),
+                r.joined,
+            )
+        })
         .collect();
     assert_eq!(
         summary,
         [
-            ("lobby", "public", vec!["alice".into(), "bob".into(), "carol".into()], true),
+            (
+                "lobby",
+                "public",
+                vec!["alice".into(), "bob".into(), "carol".into()],
+                true
+            ),
             ("secret", "invite_only", vec!["alice".into()], true),
         ]
     );
@@ -193,7 +211,12 @@ fn every_room_and_invitation_is_read_with_c2cs_visibility() {
     assert!(secret.members.is_empty() && !secret.joined);
     // carol is neither member nor invited: the room is not listed to her
     let carol = w.attach("ses_carol");
-    let listed: Vec<String> = carol.list_rooms().unwrap().into_iter().map(|r| r.room_id).collect();
+    let listed: Vec<String> = carol
+        .list_rooms()
+        .unwrap()
+        .into_iter()
+        .map(|r| r.room_id)
+        .collect();
     assert_eq!(listed, ["lobby"]);
 }
 
@@ -208,7 +231,11 @@ fn invite_only_refuses_a_non_invited_join_and_its_history() {
     assert_eq!(err.code(), ErrorCode::NotInvited);
     assert_eq!(err.code().as_str(), "E_NOT_INVITED");
     assert!(err.to_string().contains("invite-only"), "{err}");
-    assert_eq!(std::fs::read(&members).unwrap(), before, "members.json untouched");
+    assert_eq!(
+        std::fs::read(&members).unwrap(),
+        before,
+        "members.json untouched"
+    );
     assert_eq!(
         carol.room_history("secret", 10).unwrap_err().code(),
         ErrorCode::NotMember
@@ -225,7 +252,10 @@ fn invite_only_refuses_a_non_invited_join_and_its_history() {
     let bob = w.attach("ses_bob");
     bob.join_room("secret").unwrap();
     let rows = json(&members);
-    assert_eq!(rows[0], json!({"alias":"alice","session_id":"ses_alice","joined_at":1796055332.024471}));
+    assert_eq!(
+        rows[0],
+        json!({"alias":"alice","session_id":"ses_alice","joined_at":1796055332.024471})
+    );
     let mut keys: Vec<&String> = rows[1].as_object().unwrap().keys().collect();
     keys.sort();
     assert_eq!(keys, ["alias", "joined_at", "session_id"]);
@@ -261,7 +291,10 @@ fn a_room_we_create_has_c2cs_meta_and_c2cs_rules() {
         ErrorCode::RoomExists
     );
     let bob = w.attach("ses_bob");
-    assert_eq!(bob.join_room("plans").unwrap_err().code(), ErrorCode::NotInvited);
+    assert_eq!(
+        bob.join_room("plans").unwrap_err().code(),
+        ErrorCode::NotInvited
+    );
     // only members invite
     assert_eq!(
         bob.invite_to_room("plans", "bob").unwrap_err().code(),
@@ -285,22 +318,40 @@ fn who_may_delete_a_room_follows_c2c() {
     let carol = w.attach("ses_carol");
     let refused = |r: c2c_bridge::Result<()>| r.unwrap_err().code();
     // not the creator
-    assert_eq!(refused(bob.delete_room("lobby", false)), ErrorCode::RoomDeleteRefused);
-    assert_eq!(refused(bob.delete_room("lobby", true)), ErrorCode::RoomDeleteRefused);
+    assert_eq!(
+        refused(bob.delete_room("lobby", false)),
+        ErrorCode::RoomDeleteRefused
+    );
+    assert_eq!(
+        refused(bob.delete_room("lobby", true)),
+        ErrorCode::RoomDeleteRefused
+    );
     // the creator, but members remain
-    assert_eq!(refused(alice.delete_room("lobby", false)), ErrorCode::RoomDeleteRefused);
+    assert_eq!(
+        refused(alice.delete_room("lobby", false)),
+        ErrorCode::RoomDeleteRefused
+    );
     assert!(w.path("rooms/lobby/history.jsonl").exists());
     for b in [&alice, &bob, &carol] {
         b.leave_room("lobby").unwrap();
     }
-    assert_eq!(refused(carol.delete_room("lobby", false)), ErrorCode::RoomDeleteRefused);
+    assert_eq!(
+        refused(carol.delete_room("lobby", false)),
+        ErrorCode::RoomDeleteRefused
+    );
     alice.delete_room("lobby", false).unwrap();
     assert!(!w.path("rooms/lobby").exists());
-    assert_eq!(refused(alice.delete_room("lobby", false)), ErrorCode::UnknownRoom);
+    assert_eq!(
+        refused(alice.delete_room("lobby", false)),
+        ErrorCode::UnknownRoom
+    );
     // a room without a recorded creator: only with force
     std::fs::create_dir(w.path("rooms/legacy")).unwrap();
     std::fs::write(w.path("rooms/legacy/members.json"), b"[]").unwrap();
-    assert_eq!(refused(bob.delete_room("legacy", false)), ErrorCode::RoomDeleteRefused);
+    assert_eq!(
+        refused(bob.delete_room("legacy", false)),
+        ErrorCode::RoomDeleteRefused
+    );
     bob.delete_room("legacy", true).unwrap();
     assert!(!Path::new(&w.path("rooms/legacy")).exists());
 }
@@ -316,13 +367,27 @@ fn the_pending_slots_c2c_opened_are_read() {
     assert_eq!(ok.requester_session_id.as_deref(), Some("ses_alice"));
     let no = carol.check_pending_reply("perm-open-1").unwrap();
     assert!(!no.valid);
-    assert_eq!(no.error.as_deref(), Some("reply from non-supervisor: carol"));
+    assert_eq!(
+        no.error.as_deref(),
+        Some("reply from non-supervisor: carol")
+    );
     assert!(carol.check_pending_reply("perm-checked-2").unwrap().valid);
     // the file keeps every c2c field of every slot
-    for slot in json(&w.path("pending_permissions.json")).as_array().unwrap() {
+    for slot in json(&w.path("pending_permissions.json"))
+        .as_array()
+        .unwrap()
+    {
         for k in [
-            "perm_id", "kind", "requester_session_id", "requester_alias", "supervisors",
-            "created_at", "expires_at", "fallthrough_fired_at", "resolved_at", "verdict",
+            "perm_id",
+            "kind",
+            "requester_session_id",
+            "requester_alias",
+            "supervisors",
+            "created_at",
+            "expires_at",
+            "fallthrough_fired_at",
+            "resolved_at",
+            "verdict",
         ] {
             assert!(slot.get(k).is_some(), "{k} missing from {slot}");
         }
@@ -343,8 +408,15 @@ fn c2cs_room_fan_out_without_message_id_is_delivered_and_acknowledged_by_a_stabl
     let msgs = alice.peek().unwrap();
     assert_eq!(msgs.len(), 2, "the DM and the room post");
     let post = msgs.iter().find(|m| m.room_id() == Some("lobby")).unwrap();
-    assert_eq!((post.from_alias.as_str(), post.content.as_str()), ("bob", "room post from bob"));
-    assert!(post.message_id.starts_with("c2c-derived-"), "{}", post.message_id);
+    assert_eq!(
+        (post.from_alias.as_str(), post.content.as_str()),
+        ("bob", "room post from bob")
+    );
+    assert!(
+        post.message_id.starts_with("c2c-derived-"),
+        "{}",
+        post.message_id
+    );
     // the same id on every read, by any handle, and from the record alone
     assert_eq!(alice.peek().unwrap(), msgs);
     let raw = inbox_records(&w, "ses_alice")[1].clone();
@@ -368,20 +440,28 @@ fn c2cs_room_fan_out_without_message_id_is_delivered_and_acknowledged_by_a_stabl
     let gate = alice.gate_inbox().unwrap();
     assert!(gate.deliver.iter().any(|m| m.message_id == post.message_id));
     // nothing was written into c2c's record
-    assert!(inbox_records(&w, "ses_alice")[1].get("message_id").is_none());
+    assert!(inbox_records(&w, "ses_alice")[1]
+        .get("message_id")
+        .is_none());
     // acknowledged by that id: archived in c2c's shape, gone from the inbox, once
     let ack = alice.ack(std::slice::from_ref(&post.message_id)).unwrap();
-    assert_eq!(ack.acked, [post.message_id.clone()]);
+    assert_eq!(ack.acked, std::slice::from_ref(&post.message_id));
     let left: Vec<Value> = inbox_records(&w, "ses_alice");
     assert_eq!(left.len(), 1);
-    assert_eq!(left[0]["message_id"], "f90ebc40-969f-444b-b9e0-f83e20af587e");
+    assert_eq!(
+        left[0]["message_id"],
+        "f90ebc40-969f-444b-b9e0-f83e20af587e"
+    );
     let archive = std::fs::read_to_string(w.path("archive/ses_alice.jsonl")).unwrap();
     let line: Value = serde_json::from_str(archive.lines().last().unwrap()).unwrap();
     assert_eq!(line["to_alias"], "alice#lobby");
     assert_eq!(line["drained_by"], "c2c-bridge:ack");
     assert_eq!(
-        alice.ack(std::slice::from_ref(&post.message_id)).unwrap().missing,
-        [post.message_id.clone()]
+        alice
+            .ack(std::slice::from_ref(&post.message_id))
+            .unwrap()
+            .missing,
+        std::slice::from_ref(&post.message_id)
     );
 }
 
@@ -393,21 +473,40 @@ fn a_record_that_is_not_a_message_is_reported_never_skipped_silently() {
     let mut records = inbox_records(&w, "ses_alice");
     records.push(json!({"kind": "future-event", "payload": {"secret": "value"}}));
     std::fs::write(&path, serde_json::to_vec(&records).unwrap()).unwrap();
-    assert_eq!(alice.peek().unwrap().len(), 2, "both messages still delivered");
+    assert_eq!(
+        alice.peek().unwrap().len(),
+        2,
+        "both messages still delivered"
+    );
     alice.peek().unwrap();
     alice.gate_inbox().unwrap();
     let log = std::fs::read_to_string(w.path("broker.log")).unwrap();
-    let reports: Vec<&str> = log.lines().filter(|l| l.contains("inbox_not_message")).collect();
+    let reports: Vec<&str> = log
+        .lines()
+        .filter(|l| l.contains("inbox_not_message"))
+        .collect();
     assert_eq!(reports.len(), 1, "once per record: {reports:?}");
     assert!(reports[0].contains("{kind, payload}"), "{}", reports[0]);
-    assert!(!reports[0].contains("value"), "never the values: {}", reports[0]);
+    assert!(
+        !reports[0].contains("value"),
+        "never the values: {}",
+        reports[0]
+    );
     // doctor's view
     let s = c2c_bridge::inbox::summarize(&path).unwrap();
     assert_eq!(s.messages, 2);
     assert_eq!(s.derived_ids, 1);
     assert_eq!(s.not_messages, ["{kind, payload}"]);
     // it stays in the file through every rewrite
-    let ids: Vec<String> = alice.peek().unwrap().into_iter().map(|m| m.message_id).collect();
+    let ids: Vec<String> = alice
+        .peek()
+        .unwrap()
+        .into_iter()
+        .map(|m| m.message_id)
+        .collect();
     alice.ack(&ids).unwrap();
-    assert_eq!(inbox_records(&w, "ses_alice"), [json!({"kind": "future-event", "payload": {"secret": "value"}})]);
+    assert_eq!(
+        inbox_records(&w, "ses_alice"),
+        [json!({"kind": "future-event", "payload": {"secret": "value"}})]
+    );
 }

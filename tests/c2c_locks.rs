@@ -16,7 +16,9 @@ use common::{copy_fixture, json, make_alive, LiveProcess, LockfHolder};
 const SHORT: Duration = Duration::from_millis(200);
 
 fn concrete(pattern: &str) -> String {
-    pattern.replace("<sid>", "ses_alice").replace("<room>", "lobby")
+    pattern
+        .replace("<sid>", "ses_alice")
+        .replace("<room>", "lobby")
 }
 
 /// The lock the code takes for `file`.
@@ -33,7 +35,13 @@ fn check_entry(e: &LockEntry) {
     std::fs::create_dir_all(root.join("held")).unwrap();
     let file = root.join(concrete(e.file));
     let c2c_lock = root.join(concrete(e.lock));
-    assert_eq!(lock_for(&file), c2c_lock, "{} must be locked on {}", e.file, e.lock);
+    assert_eq!(
+        lock_for(&file),
+        c2c_lock,
+        "{} must be locked on {}",
+        e.file,
+        e.lock
+    );
     let Some(holder) = LockfHolder::hold(std::slice::from_ref(&c2c_lock)) else {
         eprintln!("python3 not available; skipping");
         return;
@@ -113,8 +121,15 @@ fn room_join_waits_for_c2cs_members_lock() {
     let Some(holder) = LockfHolder::hold(&[root.join("rooms/secret/members.lock")]) else {
         return;
     };
-    assert_eq!(bob.join_room("secret").unwrap_err().code(), ErrorCode::LockTimeout);
-    assert_eq!(std::fs::read(&members).unwrap(), before, "nothing written without the lock");
+    assert_eq!(
+        bob.join_room("secret").unwrap_err().code(),
+        ErrorCode::LockTimeout
+    );
+    assert_eq!(
+        std::fs::read(&members).unwrap(),
+        before,
+        "nothing written without the lock"
+    );
     holder.release();
     bob.join_room("secret").unwrap();
     assert_eq!(json(&members).as_array().unwrap().len(), 2);
@@ -128,11 +143,17 @@ fn room_creation_writes_meta_under_the_members_lock() {
     let Some(holder) = LockfHolder::hold(&[root.join("rooms/later/members.lock")]) else {
         return;
     };
-    assert_eq!(alice.join_room("later").unwrap_err().code(), ErrorCode::LockTimeout);
+    assert_eq!(
+        alice.join_room("later").unwrap_err().code(),
+        ErrorCode::LockTimeout
+    );
     assert!(!root.join("rooms/later/meta.json").exists());
     holder.release();
     alice.join_room("later").unwrap();
-    assert_eq!(json(&root.join("rooms/later/meta.json"))["created_by"], "alice");
+    assert_eq!(
+        json(&root.join("rooms/later/meta.json"))["created_by"],
+        "alice"
+    );
 }
 
 #[test]
@@ -143,7 +164,9 @@ fn room_post_waits_for_c2cs_history_lock() {
     let Some(holder) = LockfHolder::hold(&[root.join("rooms/lobby/history.lock")]) else {
         return;
     };
-    let err = alice.send_room("lobby", "hi", &Default::default()).unwrap_err();
+    let err = alice
+        .send_room("lobby", "hi", &Default::default())
+        .unwrap_err();
     assert_eq!(err.code(), ErrorCode::LockTimeout);
     assert_eq!(std::fs::read(&history).unwrap(), before);
     holder.release();
@@ -164,7 +187,11 @@ fn acknowledging_waits_for_c2cs_archive_lock_and_loses_nothing() {
         alice.ack(std::slice::from_ref(&id)).unwrap_err().code(),
         ErrorCode::LockTimeout
     );
-    assert_eq!(std::fs::read(&inbox).unwrap(), before, "the inbox keeps the message");
+    assert_eq!(
+        std::fs::read(&inbox).unwrap(),
+        before,
+        "the inbox keeps the message"
+    );
     assert!(!root.join("archive/ses_alice.jsonl").exists());
     holder.release();
     assert_eq!(alice.ack(&[id]).unwrap().acked.len(), 1);

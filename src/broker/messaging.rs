@@ -209,8 +209,7 @@ impl Broker {
         session_id: &str,
         f: impl FnOnce(&mut Vec<Value>) -> Result<(T, bool)>,
     ) -> Result<T> {
-        let (out, moved) =
-            crate::inbox::update(self.root(), session_id, self.lock_timeout(), f)?;
+        let (out, moved) = crate::inbox::update(self.root(), session_id, self.lock_timeout(), f)?;
         self.report_set_aside(session_id, moved);
         Ok(out)
     }
@@ -374,7 +373,10 @@ impl Broker {
                 self.report_not_message(v);
             }
         }
-        Ok(entries.iter().filter_map(crate::inbox::Entry::message).collect())
+        Ok(entries
+            .iter()
+            .filter_map(crate::inbox::Entry::message)
+            .collect())
     }
 
     /// Report a record of this session's inbox that is not a message (it stays in the file,
@@ -449,19 +451,19 @@ impl Broker {
         let sid = self.session_id().to_string();
         let sid_owned = self.session_id().to_string();
         let taken = self.update_inbox(&sid_owned, |records| {
-                let (taken, kept): (Vec<Value>, Vec<Value>) =
-                    std::mem::take(records).into_iter().partition(|v| pick(v));
-                *records = kept;
-                if taken.is_empty() {
-                    return Ok((taken, false));
-                }
-                let now = crate::time::now_secs();
-                let lines: Vec<Value> = taken
-                    .iter()
-                    .map(|v| archived(v.clone(), now, &format!("c2c-bridge:{how}"), &sid))
-                    .collect();
-                store::append_archive(&archive, &lines, self.lock_timeout())?;
-                Ok((taken, true))
+            let (taken, kept): (Vec<Value>, Vec<Value>) =
+                std::mem::take(records).into_iter().partition(|v| pick(v));
+            *records = kept;
+            if taken.is_empty() {
+                return Ok((taken, false));
+            }
+            let now = crate::time::now_secs();
+            let lines: Vec<Value> = taken
+                .iter()
+                .map(|v| archived(v.clone(), now, &format!("c2c-bridge:{how}"), &sid))
+                .collect();
+            store::append_archive(&archive, &lines, self.lock_timeout())?;
+            Ok((taken, true))
         })?;
         if !taken.is_empty() {
             self.audit().event(

@@ -94,10 +94,15 @@ impl Broker {
         let now = crate::time::now_secs();
         let meta = RoomMeta::new(room_id, visibility, invited, self.alias(), now);
         let _g = LockGuard::acquire(&store::lock::sidecar_path(&members), self.lock_timeout())?;
-        store::file::write_bytes_atomic(&dir.join("meta.json"), meta.to_value().to_string().as_bytes())?;
+        store::file::write_bytes_atomic(
+            &dir.join("meta.json"),
+            meta.to_value().to_string().as_bytes(),
+        )?;
         store::write_array_atomic(
             &members,
-            &[serde_json::json!({"alias": self.alias(), "session_id": self.session_id(), "joined_at": now})],
+            &[
+                serde_json::json!({"alias": self.alias(), "session_id": self.session_id(), "joined_at": now}),
+            ],
         )?;
         self.audit().event(
             "room_create",
@@ -121,8 +126,10 @@ impl Broker {
         let members_path = dir.join("members.json");
         let meta_path = dir.join("meta.json");
         let (sid, alias) = (self.session_id(), self.alias());
-        let _g =
-            LockGuard::acquire(&store::lock::sidecar_path(&members_path), self.lock_timeout())?;
+        let _g = LockGuard::acquire(
+            &store::lock::sidecar_path(&members_path),
+            self.lock_timeout(),
+        )?;
         let mut members = store::read_array(&members_path)?;
         let meta = read_meta(&meta_path)?;
         let current = meta.clone().unwrap_or_else(RoomMeta::absent);
@@ -204,8 +211,10 @@ impl Broker {
             });
         }
         let meta_path = members_path.with_file_name("meta.json");
-        let _g =
-            LockGuard::acquire(&store::lock::sidecar_path(&members_path), self.lock_timeout())?;
+        let _g = LockGuard::acquire(
+            &store::lock::sidecar_path(&members_path),
+            self.lock_timeout(),
+        )?;
         let members = store::read_array(&members_path)?;
         if !has_member(&members, self.session_id(), self.alias()) {
             return Err(Error::NotMember {
@@ -246,8 +255,10 @@ impl Broker {
             reason,
         };
         let members_path = dir.join("members.json");
-        let _members =
-            LockGuard::acquire(&store::lock::sidecar_path(&members_path), self.lock_timeout())?;
+        let _members = LockGuard::acquire(
+            &store::lock::sidecar_path(&members_path),
+            self.lock_timeout(),
+        )?;
         let _history = LockGuard::acquire(
             &store::lock::sidecar_path(&dir.join("history.jsonl")),
             self.lock_timeout(),

@@ -11,9 +11,10 @@ use napi_derive::napi;
 
 use super::error::{to_js, JsCode};
 use super::types::{
-    AckReport, BroadcastReport, CheckOutcome, CreateRoomOptions, DeliverableMessage, GateResult, HeldEntry,
-    InboxChange, InboxMessage, OpenOptions, PeerInfo, PendingOpened, PermissionAdvisoryInfo,
-    ReceiptInfo, Room, RoomHistoryEntry, SendOptions, SendReceipt, SweepResult,
+    AckReport, BroadcastReport, CheckOutcome, CreateRoomOptions, DeliverableMessage, GateResult,
+    HeldEntry, InboxChange, InboxMessage, OpenOptions, PeerInfo, PendingOpened,
+    PermissionAdvisoryInfo, ReceiptInfo, Room, RoomHistoryEntry, SendOptions, SendReceipt,
+    SweepResult,
 };
 use crate::broker as core;
 

@@ -94,17 +94,50 @@ pub struct LockEntry {
 
 /// Every file of the root that is changed under a lock, and that lock (c2c 0.8's names).
 pub const LOCK_TABLE: &[LockEntry] = &[
-    LockEntry { file: "registry.json", lock: "registry.json.lock" },
-    LockEntry { file: "<sid>.inbox.json", lock: "<sid>.inbox.lock" },
-    LockEntry { file: "archive/<sid>.jsonl", lock: "archive/<sid>.lock" },
-    LockEntry { file: "pending_permissions.json", lock: "pending_permissions.json.lock" },
-    LockEntry { file: "dead-letter.jsonl", lock: "dead-letter.jsonl.lock" },
-    LockEntry { file: "rooms/<room>/members.json", lock: "rooms/<room>/members.lock" },
-    LockEntry { file: "rooms/<room>/meta.json", lock: "rooms/<room>/members.lock" },
-    LockEntry { file: "rooms/<room>/history.jsonl", lock: "rooms/<room>/history.lock" },
-    LockEntry { file: "broker.log", lock: "broker.log.lock" },
-    LockEntry { file: "relay_pins.json", lock: "relay_pins.json.lock" },
-    LockEntry { file: "held/<sid>.json", lock: "held/<sid>.json.lock" },
+    LockEntry {
+        file: "registry.json",
+        lock: "registry.json.lock",
+    },
+    LockEntry {
+        file: "<sid>.inbox.json",
+        lock: "<sid>.inbox.lock",
+    },
+    LockEntry {
+        file: "archive/<sid>.jsonl",
+        lock: "archive/<sid>.lock",
+    },
+    LockEntry {
+        file: "pending_permissions.json",
+        lock: "pending_permissions.json.lock",
+    },
+    LockEntry {
+        file: "dead-letter.jsonl",
+        lock: "dead-letter.jsonl.lock",
+    },
+    LockEntry {
+        file: "rooms/<room>/members.json",
+        lock: "rooms/<room>/members.lock",
+    },
+    LockEntry {
+        file: "rooms/<room>/meta.json",
+        lock: "rooms/<room>/members.lock",
+    },
+    LockEntry {
+        file: "rooms/<room>/history.jsonl",
+        lock: "rooms/<room>/history.lock",
+    },
+    LockEntry {
+        file: "broker.log",
+        lock: "broker.log.lock",
+    },
+    LockEntry {
+        file: "relay_pins.json",
+        lock: "relay_pins.json.lock",
+    },
+    LockEntry {
+        file: "held/<sid>.json",
+        lock: "held/<sid>.json.lock",
+    },
 ];
 
 /// An exclusive OFD lock on one sidecar file, released when dropped (the descriptor is
