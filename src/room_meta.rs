@@ -7,7 +7,8 @@
 //!
 //! The rules, as c2c 0.8 applies them (and where we are stricter, why):
 //! - **join**: a public room is open; an invite-only room admits an alias that is already a
-//!   member (by alias or session id) or is on `invited_members` (c2c's `join_room`).
+//!   member (by alias or session id) or is on `invited_members` (c2c's `join_room`), and —
+//!   our one addition — its creator, who is never on its own invitation list.
 //! - **history**: a public room's history is open; an invite-only room's only to members
 //!   (c2c's `room_history` tool).
 //! - **invite**: only members may invite (c2c's `send_room_invite`).
@@ -183,7 +184,8 @@ impl RoomMeta {
         alias: &str,
         already_member: bool,
     ) -> Result<(), Refusal> {
-        if !self.visibility.is_restricted() || already_member || self.is_invited(alias) {
+        let creator = !self.created_by.is_empty() && alias_eq(&self.created_by, alias);
+        if !self.visibility.is_restricted() || already_member || creator || self.is_invited(alias) {
             return Ok(());
         }
         Err(format!(
@@ -265,6 +267,10 @@ mod tests {
         .unwrap();
         assert!(m.may_join("s", "bob", false).is_ok(), "case-insensitive");
         assert!(m.may_join("s", "alice", true).is_ok(), "already a member");
+        assert!(
+            m.may_join("s", "Alice", false).is_ok(),
+            "the creator, after leaving"
+        );
         let err = m.may_join("s", "carol", false).unwrap_err();
         assert!(
             err.contains("invite-only") && err.contains("carol"),

@@ -93,11 +93,17 @@ impl Broker {
         let members = dir.join("members.json");
         let now = crate::time::now_secs();
         let meta = RoomMeta::new(room_id, visibility, invited, self.alias(), now);
-        let _g = LockGuard::acquire(&store::lock::sidecar_path(&members), self.lock_timeout())?;
-        store::file::write_bytes_atomic(
+        // meta.json first, before anything else can be in the new directory: a racing join
+        // (ours or c2c's, which reads meta.json without a lock) already sees the rules. If it
+        // cannot be written, the empty directory goes again.
+        if let Err(e) = store::file::write_bytes_atomic(
             &dir.join("meta.json"),
             meta.to_value().to_string().as_bytes(),
-        )?;
+        ) {
+            let _ = std::fs::remove_dir(&dir);
+            return Err(e);
+        }
+        let _g = LockGuard::acquire(&store::lock::sidecar_path(&members), self.lock_timeout())?;
         store::write_array_atomic(
             &members,
             &[
