@@ -72,8 +72,15 @@ fn a_poisoned_inbox_delivers_every_other_record_and_keeps_taking_mail() {
     let seen = b.peek().unwrap();
     let ids: Vec<&str> = seen.iter().map(|m| m.message_id.as_str()).collect();
     // c2c's room fan-out has no message_id: delivered under its derived id (issue 13)
-    let room_id = c2c_bridge::inbox::derived_message_id(&serde_json::from_slice(ROOM_FANOUT).unwrap()).unwrap();
-    assert_eq!(ids, vec![before.message_id.as_str(), "m-surrogate", "m-latin1", room_id.as_str()]);
+    let room_record = serde_json::from_slice(ROOM_FANOUT).unwrap();
+    let room_id = c2c_bridge::inbox::derived_message_id(&room_record).unwrap();
+    let want = [
+        before.message_id.as_str(),
+        "m-surrogate",
+        "m-latin1",
+        &room_id,
+    ];
+    assert_eq!(ids, want);
     assert_eq!(seen[1].content, "status: build green \u{fffd}");
     assert_eq!(seen[1].repaired, Some(true));
     assert_eq!(seen[2].content, "caf\u{fffd} \u{fffd} ok");
