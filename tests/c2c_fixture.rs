@@ -345,6 +345,21 @@ fn who_may_delete_a_room_follows_c2c() {
         refused(alice.delete_room("lobby", false)),
         ErrorCode::UnknownRoom
     );
+    // a directory inside the room: refused before anything is removed
+    alice
+        .create_room("odd", Visibility::InviteOnly, &[])
+        .unwrap();
+    alice.leave_room("odd").unwrap();
+    std::fs::create_dir(w.path("rooms/odd/sub")).unwrap();
+    assert_eq!(
+        refused(alice.delete_room("odd", false)),
+        ErrorCode::RoomDeleteRefused
+    );
+    assert_eq!(
+        json(&w.path("rooms/odd/meta.json"))["visibility"],
+        "invite_only"
+    );
+    assert!(w.path("rooms/odd/members.json").exists());
     // a room without a recorded creator: only with force
     std::fs::create_dir(w.path("rooms/legacy")).unwrap();
     std::fs::write(w.path("rooms/legacy/members.json"), b"[]").unwrap();

@@ -277,10 +277,26 @@ impl Broker {
                 "cannot delete room with members: {room_id}"
             )));
         }
-        let entries = std::fs::read_dir(&dir).map_err(|e| Error::io(&dir, e))?;
-        for e in entries.flatten() {
-            let p = e.path();
-            std::fs::remove_file(&p).map_err(|e| Error::io(&p, e))?;
+        // Check everything before removing anything, and remove meta.json last: a deletion
+        // that stops half-way must never leave a room without its rules (c2c reads a room
+        // without meta.json as public).
+        let mut files = Vec::new();
+        for e in std::fs::read_dir(&dir).map_err(|e| Error::io(&dir, e))? {
+            let e = e.map_err(|e| Error::io(&dir, e))?;
+            if e.file_type()
+                .map_err(|err| Error::io(e.path(), err))?
+                .is_dir()
+            {
+                return Err(refused(format!(
+                    "room {room_id:?} holds a directory ({}); remove it by hand",
+                    e.file_name().to_string_lossy()
+                )));
+            }
+            files.push(e.path());
+        }
+        files.sort_by_key(|p| p.file_name().is_some_and(|n| n == "meta.json"));
+        for p in &files {
+            std::fs::remove_file(p).map_err(|e| Error::io(p, e))?;
         }
         std::fs::remove_dir(&dir).map_err(|e| Error::io(&dir, e))?;
         self.audit().event(
