@@ -407,7 +407,10 @@ function cmdRooms(addon, values) {
   }
   const text = rooms.length === 0
     ? ['no rooms']
-    : rooms.map((r) => `${safe(r.roomId)}${r.joined ? ' (joined)' : ''}: ${r.members.length} member(s): ${r.members.map(safe).join(', ')}`);
+    : rooms.map((r) => {
+      const vis = r.visibility && r.visibility !== 'public' ? ` [${safe(r.visibility)}]` : '';
+      return `${safe(r.roomId)}${r.joined ? ' (joined)' : ''}${vis}: ${r.members.length} member(s): ${r.members.map(safe).join(', ')}`;
+    });
   return { json: rooms, text };
 }
 

@@ -253,6 +253,12 @@ describe('rooms', () => {
     expect(mine.map((x) => [x.roomId, x.joined])).toEqual([['dev', true], ['solo', false]]);
     const t = cli(['--root', root, '--session-id', b.sessionId, 'rooms']);
     expect(t.stdout).toMatch(/^dev \(joined\): 2 member\(s\)/m);
+    // an invite-only room: marked for its members, not listed to others (c2c's rule)
+    b.createRoom('ops', { visibility: 'invite_only' });
+    const ops = cli(['--root', root, '--session-id', b.sessionId, 'rooms']);
+    expect(ops.stdout).toMatch(/^ops \(joined\) \[invite_only\]: 1 member\(s\): bob$/m);
+    const other = json(cli(['--root', root, '--json', '--session-id', a.sessionId, 'rooms']));
+    expect(other.map((x) => x.roomId)).toEqual(['dev', 'solo']);
   });
 
   test('an empty root has no rooms', () => {
