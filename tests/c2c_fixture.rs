@@ -525,3 +525,55 @@ fn a_record_that_is_not_a_message_is_reported_never_skipped_silently() {
         [json!({"kind": "future-event", "payload": {"secret": "value"}})]
     );
 }
+
+#[test]
+fn every_record_in_every_inbox_of_the_fixture_is_a_deliverable_message() {
+    let w = world();
+    let alice = w.alice();
+    let mut total_records = 0;
+    let mut total_messages = 0;
+    for sid in ["ses_alice", "ses_bob", "ses_carol"] {
+        let records = inbox_records(&w, sid);
+        let seen = if sid == "ses_alice" {
+            alice.peek().unwrap()
+        } else {
+            w.attach(sid).peek().unwrap()
+        };
+        // one message per record, in file order, ids unique
+        assert_eq!(seen.len(), records.len(), "{sid}");
+        for (m, r) in seen.iter().zip(&records) {
+            assert_eq!(m.content, r["content"], "{sid}");
+            assert_eq!(m.to_alias, r["to_alias"], "{sid}");
+        }
+        let mut ids: Vec<&str> = seen.iter().map(|m| m.message_id.as_str()).collect();
+        ids.sort();
+        ids.dedup();
+        assert_eq!(ids.len(), seen.len(), "{sid}");
+        total_records += records.len();
+        total_messages += seen.len();
+    }
+    assert_eq!((total_records, total_messages), (4, 4));
+}
+
+#[test]
+fn a_room_post_from_the_bridge_keeps_c2cs_history_and_reaches_c2c_members() {
+    let w = world();
+    let alice = w.alice();
+    let history = w.path("rooms/lobby/history.jsonl");
+    let c2c_line = std::fs::read_to_string(&history).unwrap();
+    let sent = alice
+        .send_room("lobby", "bridge post", &Default::default())
+        .unwrap();
+    let mut to: Vec<&str> = sent.sent.iter().map(|r| r.to_alias.as_str()).collect();
+    to.sort();
+    assert_eq!(to, ["bob#lobby", "carol#lobby"]);
+    let now = std::fs::read_to_string(&history).unwrap();
+    assert!(now.starts_with(&c2c_line), "c2c's line is kept as it was");
+    let ours: Value = serde_json::from_str(now.lines().nth(1).unwrap()).unwrap();
+    // c2c's history fields, with c2c's types
+    assert_eq!(ours["from_alias"], "alice");
+    assert_eq!(ours["content"], "bridge post");
+    assert!(ours["ts"].is_f64());
+    let bob_inbox = inbox_records(&w, "ses_bob");
+    assert_eq!(bob_inbox.last().unwrap()["to_alias"], "bob#lobby");
+}
