@@ -432,14 +432,23 @@ impl Broker {
         })
     }
 
-    /// c2c's drain: take every message from the inbox (archived as by [`Broker::ack`]).
+    /// c2c's drain: take every record from the inbox (archived as by [`Broker::ack`]); the
+    /// messages are returned, any other record is archived too and reported.
     ///
     /// # Errors
     /// [`Error::Closed`], store errors.
     pub fn drain(&self) -> Result<Vec<Message>> {
         self.check_open()?;
         let taken = self.take_from_inbox(|_| true, "drain")?;
-        Ok(taken.iter().filter_map(Message::from_value).collect())
+        let mut out = Vec::with_capacity(taken.len());
+        for v in &taken {
+            match Message::from_value(v) {
+                Some(m) => out.push(m),
+                // archived with the rest, as c2c's drain does; reported, not hidden
+                None => self.report_not_message(v),
+            }
+        }
+        Ok(out)
     }
 
     pub(super) fn take_from_inbox(
