@@ -18,7 +18,8 @@
 //! started one, `U` is the turn's origin: a peer turn iff `U` carries
 //! `metadata.peerMessage`. If it was folded, the origin is the origin of the running loop,
 //! found by walking on from that loop's latest step. A `task` child session's turn that was
-//! started by the parent's task tool takes the origin of the parent's loop (again by time).
+//! started by the parent's task tool takes the origin of the parent's step that made the
+//! `task` call (see "Task child sessions").
 //!
 //! # The folding rule (OpenCode 1.18.33)
 //!
@@ -43,23 +44,52 @@
 //!
 //! Then: an **unmarked** `U` (typed by the user, or a `task` prompt) is folded only if the
 //! loop was *surely running*; a **peer-marked** `U` starts its own turn only if the session
-//! was *surely idle*, and is otherwise treated as folded into the loop of `A`.
+//! was *surely idle* **and no earlier user message is still unanswered** (created after `A`,
+//! in `(created, id)` order: OpenCode's ids ascend with creation), and is otherwise treated as
+//! folded into the loop of `A`, or into the turn of that earliest unanswered message (the
+//! busy race: the user's prompt is written, the plugin injects before OpenCode's loop made
+//! its first step, and that step names the peer message as its parent). A user message that
+//! never gets a loop (`noReply`) thus makes later peer messages local: the safe side.
 //!
 //! Why asymmetric: a mistake can only hurt in one direction. Calling a turn peer-triggered
 //! lets `peerPermissions=allow` approve its tools without the user seeing them, so a user's
 //! turn must never be called peer-triggered on uncertain evidence. Calling a peer turn local
 //! only shows the user OpenCode's own prompt. So every uncertainty resolves towards "local".
 //!
-//! Why "origin of the running loop" in both directions (a peer message folded into the
-//! user's turn stays local; a user message folded into a peer turn stays peer-triggered):
-//! neither party can change who started a running loop by adding a message to it. In
-//! particular the user's interjection does not *launder* a peer turn into a local one,
-//! which under `deny` would move peer-originated tool calls to a prompt that does not say
-//! where they came from. The user keeps control: they can interrupt the turn.
+//! A peer message folded into the user's running turn takes the user's origin (local): a
+//! peer cannot turn the user's loop into a peer turn. A **user message folded into a running
+//! peer turn** keeps the peer mark (who started the loop, for logs and `via` chains) but the
+//! walk records the fold, and the answer is [`Basis::UserFoldedIntoPeerTurn`]: from then on
+//! the turn carries the user's own words, and peer policy decides none of its requests in
+//! any mode (issue 19). The walk from any later step passes through the folded message
+//! (every later step's parent is it or a newer message folded after it), so this holds for
+//! the rest of the turn.
 //!
-//! Compaction (an assistant `summary` message, or a user message with a `compaction` part)
-//! ends the walk as local: after compaction the model's context no longer shows what started
-//! the turn, and OpenCode continues it with a fresh synthetic user message.
+//! # Compaction (OpenCode 1.18.33 `SessionCompaction`)
+//!
+//! On overflow the loop itself writes a compaction request (a user message with a
+//! `compaction` part, `auto: true`), a summary step (`summary: true`, parent the request),
+//! then either a copy of the last user message (parts and peer mark included) or a synthetic
+//! "continue" message (text part `metadata.compaction_continue: true`), and goes on. The
+//! automatic request and the continue message are folded into the loop of the step before
+//! them (they are the loop's own writes); the summary step belongs to its request. The
+//! origin is kept and the basis is [`Basis::Compaction`]: a compacted peer turn stays a peer
+//! turn (under `deny` its requests are still rejected and logged `provenance: peer`, never
+//! shown to the user as an ordinary prompt). The user's own `/compact` (`auto: false`) is
+//! the user's action: local on an idle session, a user fold on a running peer turn.
+//!
+//! # Task child sessions
+//!
+//! OpenCode 1.18.33's task tool, once it has created (or resumed) the child session, updates
+//! its running tool part to `state.metadata = {parentSessionId, sessionId: <child>, model}`
+//! with `state.time.start` *before* it writes the child's prompt; the completed part adds
+//! `state.time.end` (seen live with the e2e harness). An unmarked user message `U` that
+//! starts a turn in child session `C` was written by a task call iff a task part naming `C`
+//! ran at `U`'s creation (`start ≤ t ≤ end`) and `U` is the first user message of `C`
+//! created at or after that call's start; it then inherits the origin of the parent's step
+//! that made the call. Any other turn in a child session was typed by the user: local. If
+//! the parent's parts are not held and cannot be fetched, the answer is
+//! [`Basis::ChildOriginUnknown`]: local, so never auto-approved and never auto-rejected.
 //!
 //! # Missing data
 //!
@@ -67,7 +97,8 @@
 //! [`Lookup::NeedMessage`]; for a session whose parent or history is unknown,
 //! [`Lookup::NeedSession`]. The plugin fetches it once, feeds it and asks again. Each id is
 //! asked for at most once (a bounded memory of ids): a second miss resolves to local
-//! ([`Basis::Missing`]). The walk is bounded by [`Limits::max_hops`] and cycle-safe.
+//! ([`Basis::Missing`], [`Basis::ChildOriginUnknown`]). The walk is bounded by
+//! [`Limits::max_hops`] and cycle-safe.
 //!
 //! # Memory
 //!
