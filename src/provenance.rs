@@ -686,7 +686,7 @@ impl TurnIndex {
     /// sessionId: <child>, model}` with `state.time.start`, *before* it writes the child's
     /// prompt; the completed part keeps the metadata and adds `state.time.end`.
     /// `step_message_id` is `part.messageID` (the parent's step), `call_id` `part.callID`.
-    /// Repeated updates of one call replace its times.
+    /// Repeated updates of one call keep the earliest start and the end of the latest update.
     pub fn observe_task_part(
         &mut self,
         step_message_id: &str,
@@ -703,7 +703,9 @@ impl TurnIndex {
             .iter_mut()
             .find(|c| c.step == step_message_id && c.call == call_id)
         {
-            c.start = start_ms;
+            // The earliest start seen: a later update must not move the window past the
+            // prompt the call wrote (that would only make the child's turn local, but still).
+            c.start = c.start.min(start_ms);
             c.end = end_ms;
             return;
         }

@@ -129,7 +129,10 @@ pub struct GateDecision {
     pub peer_message_id: Option<String>,
     /// The sender alias of that message (peer-controlled: frame before showing a model).
     pub from: Option<String>,
-    /// Why the provenance walk ended where it did (`user-turn`, `peer-turn`, ...).
+    /// Why the provenance walk ended where it did: `peer-turn`, `user-turn`, `compaction`,
+    /// `user-folded-into-peer-turn`, `child-origin-unknown`, `missing`, `limit`,
+    /// `session-mismatch` (see [`crate::provenance::Basis`]). Set on every final decision
+    /// except a malformed request.
     pub basis: Option<&'static str>,
 }
 
