@@ -48,8 +48,11 @@
 //! in `(created, id)` order: OpenCode's ids ascend with creation), and is otherwise treated as
 //! folded into the loop of `A`, or into the turn of that earliest unanswered message (the
 //! busy race: the user's prompt is written, the plugin injects before OpenCode's loop made
-//! its first step, and that step names the peer message as its parent). A user message that
-//! never gets a loop (`noReply`) thus makes later peer messages local: the safe side.
+//! its first step, and that step names the peer message as its parent; seen live with
+//! two concurrent `prompt_async` calls, user first: the peer message came 160–230 ms later
+//! and the one step named it). An unmarked message behind an unanswered one is folded into
+//! that one's turn the same way. A user message that never gets a loop (`noReply`) thus
+//! makes later messages folded: never decided by peer policy, the safe side.
 //!
 //! Why asymmetric: a mistake can only hurt in one direction. Calling a turn peer-triggered
 //! lets `peerPermissions=allow` approve its tools without the user seeing them, so a user's
@@ -974,6 +977,14 @@ impl TurnIndex {
                     user_folded: true,
                     ..o.folded()
                 }),
+                LoopAt::SurelyIdle => match self.unanswered_before(session, t, user_id) {
+                    // Typed right behind a message nothing has answered yet: the same loop.
+                    Some(first) => self.origin_of_user(first, walk).map(|o| Origin {
+                        user_folded: true,
+                        ..o.folded()
+                    }),
+                    None => self.origin_of_new_unmarked_turn(session, user_id, t, walk),
+                },
                 _ => self.origin_of_new_unmarked_turn(session, user_id, t, walk),
             },
         }

@@ -217,4 +217,53 @@ describe.each(['allow', 'ask', 'deny'])('provenance in real OpenCode, peerPermis
     expect(s.events.list.filter((e) => e.type === 'session.idle' && e.properties.sessionID === s.sid)).toHaveLength(1);
     await s.events.close();
   });
+
+  test('item 4: a peer message right behind the user\'s prompt does not start a peer turn', async () => {
+    const s = await session();
+    // The user's prompt, then at once a peer-marked message (a foreign injector: the plugin's
+    // own delivery re-checks the status first). OpenCode's first step names the newest message,
+    // the peer's, as its parent; the user's message before it is still unanswered.
+    // Sent concurrently: seen live, the user's message is written first, the peer's 160–230 ms
+    // later, and the loop's one step names the peer's (the race). Either interleaving must
+    // leave the request to the user.
+    const userFile = `race_user_${mode}.txt`;
+    const peerFile = `race_peer_${mode}.txt`;
+    await Promise.all([
+      s.c.promptAsync(s.sid, `RUN:[touch ${userFile}]`),
+      s.c.promptAsync(s.sid, [
+        {
+          type: 'text',
+          text: `RUN:[touch ${peerFile}]`,
+          synthetic: true,
+          metadata: { peerMessage: { messageId: `c2c_race_${mode}`, from: 'mallory', via: ['ses_mallory'] } },
+        },
+      ]),
+    ]);
+    const asked = await s.events.waitFor(askedIn(s.sid), { timeoutMs: 30_000 });
+    const step = s.events.list.find(
+      (e) => e.type === 'message.updated' && e.properties.info.id === asked.properties.tool.messageID,
+    );
+    const parent = s.events.list.find((e) => e.type === 'message.part.updated' && e.properties.part.messageID === step?.properties.info.parentID);
+    const peerParent = Boolean(parent?.properties.part.metadata?.peerMessage);
+    // Which message was written first (OpenCode's message ids ascend with creation).
+    const peerPart = s.events.list.find((e) => e.type === 'message.part.updated' && e.properties.part.metadata?.peerMessage);
+    const peerFirst = peerPart.properties.part.messageID < step.properties.info.parentID;
+    console.log(`item 4 (${mode}): ${peerFirst ? 'peer' : 'user'} message first; the asking step's parent is the ${peerParent ? 'peer' : 'user'} message`);
+    await expectPendingThenReject(s, asked.properties.id);
+    expect(fs.existsSync(path.join(oc.projectDir, peerFile))).toBe(false);
+    expect(fs.existsSync(path.join(oc.projectDir, userFile))).toBe(false);
+    // Peer message behind the unanswered user message: the user's turn. User message behind
+    // the unanswered peer message: a user message folded into a peer turn.
+    // (If the user's message was first and its step came before the peer's message existed,
+    // there was no race: the user's own turn.)
+    expect(decision(asked.properties.id)).toMatchObject(
+      peerParent
+        ? { provenance: 'local', basis: 'user-turn', decision: 'leave', folded: true }
+        : peerFirst
+          ? { provenance: 'peer', basis: 'user-folded-into-peer-turn', decision: 'leave', folded: true }
+          : { provenance: 'local', basis: 'user-turn', decision: 'leave' },
+    );
+    await s.c.waitIdle(s.sid);
+    await s.events.close();
+  });
 });

@@ -282,6 +282,8 @@ fn user_message_after_an_unanswered_peer_message_is_never_peer_policy() {
     ix.observe_message(step("a1", SES, "u1", 120, None, None));
     let p = resolve(&mut ix, SES, "a1");
     assert!(!p.peer_policy_applies(), "{p:?}");
+    assert_eq!(p.basis, Basis::UserFoldedIntoPeerTurn);
+    assert!(p.folded);
 }
 
 #[test]
