@@ -18,7 +18,8 @@
 //! started one, `U` is the turn's origin: a peer turn iff `U` carries
 //! `metadata.peerMessage`. If it was folded, the origin is the origin of the running loop,
 //! found by walking on from that loop's latest step. A `task` child session's turn that was
-//! started by the parent's task tool takes the origin of the parent's loop (again by time).
+//! started by the parent's task tool takes the origin of the parent's step that made the
+//! `task` call (see "Task child sessions").
 //!
 //! # The folding rule (OpenCode 1.18.33)
 //!
@@ -43,23 +44,55 @@
 //!
 //! Then: an **unmarked** `U` (typed by the user, or a `task` prompt) is folded only if the
 //! loop was *surely running*; a **peer-marked** `U` starts its own turn only if the session
-//! was *surely idle*, and is otherwise treated as folded into the loop of `A`.
+//! was *surely idle* **and no earlier user message is still unanswered** (created after `A`,
+//! in `(created, id)` order: OpenCode's ids ascend with creation), and is otherwise treated as
+//! folded into the loop of `A`, or into the turn of that earliest unanswered message (the
+//! busy race: the user's prompt is written, the plugin injects before OpenCode's loop made
+//! its first step, and that step names the peer message as its parent; seen live with
+//! two concurrent `prompt_async` calls, user first: the peer message came 160–230 ms later
+//! and the one step named it). An unmarked message behind an unanswered one is folded into
+//! that one's turn the same way. A user message that never gets a loop (`noReply`) thus
+//! makes later messages folded: never decided by peer policy, the safe side.
 //!
 //! Why asymmetric: a mistake can only hurt in one direction. Calling a turn peer-triggered
 //! lets `peerPermissions=allow` approve its tools without the user seeing them, so a user's
 //! turn must never be called peer-triggered on uncertain evidence. Calling a peer turn local
 //! only shows the user OpenCode's own prompt. So every uncertainty resolves towards "local".
 //!
-//! Why "origin of the running loop" in both directions (a peer message folded into the
-//! user's turn stays local; a user message folded into a peer turn stays peer-triggered):
-//! neither party can change who started a running loop by adding a message to it. In
-//! particular the user's interjection does not *launder* a peer turn into a local one,
-//! which under `deny` would move peer-originated tool calls to a prompt that does not say
-//! where they came from. The user keeps control: they can interrupt the turn.
+//! A peer message folded into the user's running turn takes the user's origin (local): a
+//! peer cannot turn the user's loop into a peer turn. A **user message folded into a running
+//! peer turn** keeps the peer mark (who started the loop, for logs and `via` chains) but the
+//! walk records the fold, and the answer is [`Basis::UserFoldedIntoPeerTurn`]: from then on
+//! the turn carries the user's own words, and peer policy decides none of its requests in
+//! any mode (issue 19). The walk from any later step passes through the folded message
+//! (every later step's parent is it or a newer message folded after it), so this holds for
+//! the rest of the turn.
 //!
-//! Compaction (an assistant `summary` message, or a user message with a `compaction` part)
-//! ends the walk as local: after compaction the model's context no longer shows what started
-//! the turn, and OpenCode continues it with a fresh synthetic user message.
+//! # Compaction (OpenCode 1.18.33 `SessionCompaction`)
+//!
+//! On overflow the loop itself writes a compaction request (a user message with a
+//! `compaction` part, `auto: true`), a summary step (`summary: true`, parent the request),
+//! then either a copy of the last user message (parts and peer mark included) or a synthetic
+//! "continue" message (text part `metadata.compaction_continue: true`), and goes on. The
+//! automatic request and the continue message are folded into the loop of the step before
+//! them (they are the loop's own writes); the summary step belongs to its request. The
+//! origin is kept and the basis is [`Basis::Compaction`]: a compacted peer turn stays a peer
+//! turn (under `deny` its requests are still rejected and logged `provenance: peer`, never
+//! shown to the user as an ordinary prompt). The user's own `/compact` (`auto: false`) is
+//! the user's action: local on an idle session, a user fold on a running peer turn.
+//!
+//! # Task child sessions
+//!
+//! OpenCode 1.18.33's task tool, once it has created (or resumed) the child session, updates
+//! its running tool part to `state.metadata = {parentSessionId, sessionId: <child>, model}`
+//! with `state.time.start` *before* it writes the child's prompt; the completed part adds
+//! `state.time.end` (seen live with the e2e harness). An unmarked user message `U` that
+//! starts a turn in child session `C` was written by a task call iff a task part naming `C`
+//! ran at `U`'s creation (`start ≤ t ≤ end`) and `U` is the first user message of `C`
+//! created at or after that call's start; it then inherits the origin of the parent's step
+//! that made the call. Any other turn in a child session was typed by the user: local. If
+//! the parent's parts are not held and cannot be fetched, the answer is
+//! [`Basis::ChildOriginUnknown`]: local, so never auto-approved and never auto-rejected.
 //!
 //! # Missing data
 //!
@@ -67,7 +100,8 @@
 //! [`Lookup::NeedMessage`]; for a session whose parent or history is unknown,
 //! [`Lookup::NeedSession`]. The plugin fetches it once, feeds it and asks again. Each id is
 //! asked for at most once (a bounded memory of ids): a second miss resolves to local
-//! ([`Basis::Missing`]). The walk is bounded by [`Limits::max_hops`] and cycle-safe.
+//! ([`Basis::Missing`], [`Basis::ChildOriginUnknown`]). The walk is bounded by
+//! [`Limits::max_hops`] and cycle-safe.
 //!
 //! # Memory
 //!
@@ -134,7 +168,10 @@ pub enum Basis {
     UserTurn,
     /// The turn was started by a message carrying `metadata.peerMessage`.
     PeerTurn,
-    /// The walk reached a compaction message: local.
+    /// The walk passed through a compaction (an automatic compaction request, its summary
+    /// step or OpenCode's synthetic "continue" message): the turn keeps the origin of the
+    /// loop that was compacted ([`Provenance::peer`] says which). A compaction the user asked
+    /// for on an idle session is local with this basis.
     Compaction,
     /// A message or session was missing even after one fetch: local.
     Missing,
@@ -142,6 +179,14 @@ pub enum Basis {
     Limit,
     /// The tool message belongs to another session than the permission request: local.
     SessionMismatch,
+    /// A user (unmarked, non-synthetic) message was folded into a loop that a peer message
+    /// started. [`Provenance::peer`] keeps the peer mark (for logs and `via` chains), but the
+    /// turn now carries the user's own words: it is never decided by peer policy (issue 19).
+    UserFoldedIntoPeerTurn,
+    /// A user message starts a turn in a `task` child session and the index cannot tell
+    /// whether the parent's `task` call wrote it (the parent's task part was not seen and
+    /// could not be fetched): local, and never decided by peer policy.
+    ChildOriginUnknown,
 }
 
 /// The answer of a finished walk.
@@ -158,9 +203,16 @@ pub struct Provenance {
 }
 
 impl Provenance {
-    /// Whether the turn was started by a peer message (and may be auto-answered).
+    /// Whether the turn was started by a peer message. It may be decided by peer policy
+    /// only when [`Provenance::peer_policy_applies`] also holds.
     pub fn is_peer_triggered(&self) -> bool {
         self.peer.is_some()
+    }
+
+    /// Whether `peerPermissions` may decide this turn's requests: it was started by a peer
+    /// message and no user message was folded into it ([`Basis::UserFoldedIntoPeerTurn`]).
+    pub fn peer_policy_applies(&self) -> bool {
+        self.peer.is_some() && self.basis != Basis::UserFoldedIntoPeerTurn
     }
 
     /// A local answer with the given basis.
@@ -268,12 +320,37 @@ struct Sess {
     history: History,
     /// Assistant messages sorted by (created, id).
     assistants: Vec<(EpochMs, String)>,
+    /// User messages sorted by (created, id). OpenCode's message ids ascend with creation,
+    /// so `(created, id)` is creation order even within one millisecond.
+    users: Vec<(EpochMs, String)>,
     /// All held message ids in arrival order (for trimming).
     order: VecDeque<String>,
     /// Recent `idle` status stamps, oldest first.
     idles: VecDeque<EpochMs>,
     /// Activity counter value of the last event for this session (for eviction).
     last_active: u64,
+}
+
+impl Sess {
+    /// Remove a message from the sorted list of its role.
+    fn unlist(&mut self, role: Role, created: EpochMs, id: &str) {
+        let list = match role {
+            Role::Assistant => &mut self.assistants,
+            Role::User => &mut self.users,
+        };
+        let key = (created, id.to_string());
+        if let Ok(at) = list.binary_search(&key) {
+            list.remove(at);
+        }
+    }
+
+    /// Whether every message created at or after `t` is held.
+    fn holds_from(&self, t: EpochMs) -> bool {
+        match self.history {
+            History::Complete { since } | History::Trimmed { since } => since <= t,
+            History::Unknown => false,
+        }
+    }
 }
 
 const IDLES_KEPT: usize = 16;
@@ -315,6 +392,19 @@ enum LoopAt<'a> {
     Unknown,
 }
 
+/// One `task` tool call of a parent session's step, as its tool part shows it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct TaskCall {
+    /// The parent's assistant step that made the call (`part.messageID`).
+    step: String,
+    /// `part.callID`.
+    call: String,
+    /// `state.time.start`, epoch ms.
+    start: EpochMs,
+    /// `state.time.end`, epoch ms; `None` while the call runs.
+    end: Option<EpochMs>,
+}
+
 /// An item the walk lacks.
 enum Need<'a> {
     Message { session: &'a str, id: &'a str },
@@ -327,6 +417,10 @@ struct Origin<'a> {
     basis: Basis,
     folded: bool,
     inherited: bool,
+    /// An unmarked, non-compaction user message was folded into the loop on the way.
+    user_folded: bool,
+    /// The walk passed through a compaction.
+    compacted: bool,
 }
 
 impl<'a> Origin<'a> {
@@ -336,6 +430,24 @@ impl<'a> Origin<'a> {
             basis,
             folded: false,
             inherited: false,
+            user_folded: false,
+            compacted: false,
+        }
+    }
+
+    /// This origin reached through a folded message.
+    fn folded(self) -> Self {
+        Origin {
+            folded: true,
+            ..self
+        }
+    }
+
+    /// This origin reached through a compaction.
+    fn compacted(self) -> Self {
+        Origin {
+            compacted: true,
+            ..self
         }
     }
 }
@@ -356,6 +468,14 @@ pub struct TurnIndex {
     peer_marks: HashMap<String, PeerMark>,
     peer_mark_order: VecDeque<String>,
     compaction: BoundedSet,
+    /// Compaction requests whose part says `auto: true` (OpenCode created them inside a loop).
+    compaction_auto: BoundedSet,
+    /// Messages with a synthetic text part `metadata.compaction_continue: true`.
+    continuations: BoundedSet,
+    /// `task` calls by the child session they ran (`state.metadata.sessionId`).
+    tasks: HashMap<String, Vec<TaskCall>>,
+    /// `(child, step, call)` in arrival order, for the memory bound.
+    task_order: VecDeque<(String, String, String)>,
     asked: BoundedSet,
     tick: u64,
 }
@@ -370,6 +490,10 @@ impl TurnIndex {
             peer_marks: HashMap::new(),
             peer_mark_order: VecDeque::new(),
             compaction: BoundedSet::default(),
+            compaction_auto: BoundedSet::default(),
+            continuations: BoundedSet::default(),
+            tasks: HashMap::new(),
+            task_order: VecDeque::new(),
             asked: BoundedSet::default(),
             tick: 0,
         }
@@ -408,6 +532,7 @@ impl TurnIndex {
                 parent: None,
                 history,
                 assistants: Vec::new(),
+                users: Vec::new(),
                 order: VecDeque::new(),
                 idles: VecDeque::new(),
                 last_active: tick,
@@ -491,11 +616,13 @@ impl TurnIndex {
         }
         let s = self.touch(&session_id);
         s.order.push_back(id.clone());
-        if role == Role::Assistant {
-            let key = (created_ms, id.clone());
-            let at = s.assistants.partition_point(|k| *k < key);
-            s.assistants.insert(at, key);
-        }
+        let key = (created_ms, id.clone());
+        let list = match role {
+            Role::Assistant => &mut s.assistants,
+            Role::User => &mut s.users,
+        };
+        let at = list.partition_point(|k| *k < key);
+        list.insert(at, key);
         self.messages.insert(
             id,
             Msg {
@@ -532,12 +659,81 @@ impl TurnIndex {
     }
 
     /// Feed a `message.part.updated` event whose part has `type: "compaction"`: the message
-    /// `message_id` asks for a compaction. May arrive before the message.
-    pub fn observe_compaction_part(&mut self, message_id: &str, session_id: &str) {
+    /// `message_id` asks for a compaction. `auto` is the part's `auto` (OpenCode 1.18.33
+    /// `SessionCompaction.create`: `true` when the loop itself compacts on overflow, `false`
+    /// for the user's `/compact`). May arrive before the message.
+    pub fn observe_compaction_part(&mut self, message_id: &str, session_id: &str, auto: bool) {
         self.touch(session_id);
         self.enforce_bounds(session_id);
-        self.compaction
+        let cap = self.limits.max_messages;
+        self.compaction.insert(message_id.to_string(), cap);
+        if auto {
+            self.compaction_auto.insert(message_id.to_string(), cap);
+        }
+    }
+
+    /// Feed a `message.part.updated` event whose part is a synthetic text part with
+    /// `metadata.compaction_continue: true`: OpenCode 1.18.33 writes it on the user message
+    /// it adds after an automatic compaction to continue the compacted loop. May arrive
+    /// before the message.
+    pub fn observe_compaction_continue_part(&mut self, message_id: &str, session_id: &str) {
+        self.touch(session_id);
+        self.enforce_bounds(session_id);
+        self.continuations
             .insert(message_id.to_string(), self.limits.max_messages);
+    }
+
+    /// Feed a `message.part.updated` event of a `task` tool part that names its child
+    /// session. Seen live with OpenCode 1.18.33: once the task tool has created (or resumed)
+    /// the child session it updates its running part to `state.metadata = {parentSessionId,
+    /// sessionId: <child>, model}` with `state.time.start`, *before* it writes the child's
+    /// prompt; the completed part keeps the metadata and adds `state.time.end`.
+    /// `step_message_id` is `part.messageID` (the parent's step), `call_id` `part.callID`.
+    /// Repeated updates of one call keep the earliest start and the end of the latest update.
+    pub fn observe_task_part(
+        &mut self,
+        step_message_id: &str,
+        call_id: &str,
+        parent_session_id: &str,
+        child_session_id: &str,
+        start_ms: EpochMs,
+        end_ms: Option<EpochMs>,
+    ) {
+        self.touch(parent_session_id);
+        self.enforce_bounds(parent_session_id);
+        let calls = self.tasks.entry(child_session_id.to_string()).or_default();
+        if let Some(c) = calls
+            .iter_mut()
+            .find(|c| c.step == step_message_id && c.call == call_id)
+        {
+            // The earliest start seen: a later update must not move the window past the
+            // prompt the call wrote (that would only make the child's turn local, but still).
+            c.start = c.start.min(start_ms);
+            c.end = end_ms;
+            return;
+        }
+        calls.push(TaskCall {
+            step: step_message_id.to_string(),
+            call: call_id.to_string(),
+            start: start_ms,
+            end: end_ms,
+        });
+        self.task_order.push_back((
+            child_session_id.to_string(),
+            step_message_id.to_string(),
+            call_id.to_string(),
+        ));
+        while self.task_order.len() > self.limits.max_messages.max(1) {
+            let Some((child, step, call)) = self.task_order.pop_front() else {
+                break;
+            };
+            if let Some(v) = self.tasks.get_mut(&child) {
+                v.retain(|c| !(c.step == step && c.call == call));
+                if v.is_empty() {
+                    self.tasks.remove(&child);
+                }
+            }
+        }
     }
 
     /// Forget a session and its messages (`session.deleted`, or the plugin's own cleanup).
@@ -553,12 +749,7 @@ impl TurnIndex {
     fn remove_message(&mut self, id: &str) {
         if let Some(m) = self.messages.remove(id) {
             if let Some(s) = self.sessions.get_mut(&m.session) {
-                if m.role == Role::Assistant {
-                    let key = (m.created, id.to_string());
-                    if let Ok(at) = s.assistants.binary_search(&key) {
-                        s.assistants.remove(at);
-                    }
-                }
+                s.unlist(m.role, m.created, id);
                 if let Some(pos) = s.order.iter().position(|x| x == id) {
                     s.order.remove(pos);
                 }
@@ -587,12 +778,7 @@ impl TurnIndex {
                         return;
                     };
                     if let Some(m) = self.messages.remove(&old) {
-                        if m.role == Role::Assistant {
-                            let key = (m.created, old.clone());
-                            if let Ok(at) = s.assistants.binary_search(&key) {
-                                s.assistants.remove(at);
-                            }
-                        }
+                        s.unlist(m.role, m.created, &old);
                         let cut = m.created.saturating_add(1);
                         s.history = match s.history {
                             History::Trimmed { since } => History::Trimmed {
@@ -621,7 +807,14 @@ impl TurnIndex {
             match self.walk_tool_message(session_id, tool_message_id, &mut walk) {
                 Ok(o) => Ok(Provenance {
                     peer: o.peer.cloned(),
-                    basis: o.basis,
+                    // The user's interjection outranks everything: it is the user speaking.
+                    basis: if o.peer.is_some() && o.user_folded {
+                        Basis::UserFoldedIntoPeerTurn
+                    } else if o.compacted && matches!(o.basis, Basis::PeerTurn | Basis::UserTurn) {
+                        Basis::Compaction
+                    } else {
+                        o.basis
+                    },
                     folded: o.folded,
                     inherited: o.inherited,
                 }),
@@ -698,17 +891,15 @@ impl TurnIndex {
         let Some(a) = self.messages.get(step_id) else {
             return Ok(Origin::local(Basis::Missing));
         };
-        if a.summary || a.role != Role::Assistant {
-            return Ok(Origin::local(if a.summary {
-                Basis::Compaction
-            } else {
-                Basis::Missing
-            }));
+        if a.role != Role::Assistant {
+            return Ok(Origin::local(Basis::Missing));
         }
         let Some(parent) = a.parent.as_deref() else {
             return Ok(Origin::local(Basis::Missing));
         };
         match self.messages.get_key_value(parent) {
+            // A summary step belongs to the compaction request it answers.
+            Some((pid, _)) if a.summary => self.origin_of_user(pid, walk).map(Origin::compacted),
             Some((pid, _)) => self.origin_of_user(pid, walk),
             None if Self::may_ask_message(walk, parent) => Err(Need::Message {
                 session: &a.session,
@@ -730,7 +921,7 @@ impl TurnIndex {
         let Some(u) = self.messages.get(user_id) else {
             return Ok(Origin::local(Basis::Missing));
         };
-        if u.summary || self.compaction.contains(user_id) {
+        if u.summary {
             return Ok(Origin::local(Basis::Compaction));
         }
         if u.role != Role::User {
@@ -738,17 +929,43 @@ impl TurnIndex {
         }
         let session = u.session.as_str();
         let t = u.created;
-        let folded_into = |o: Origin<'a>| Origin { folded: true, ..o };
+        // Written by the loop itself: an automatic compaction request, or the synthetic
+        // "continue" message after it. They belong to the loop that was running.
+        if self.compaction_auto.contains(user_id) || self.continuations.contains(user_id) {
+            return match self.loop_at(session, t, user_id) {
+                LoopAt::SurelyRunning(a) | LoopAt::Uncertain(a) => {
+                    self.origin_of_step(a, walk).map(|o| o.folded().compacted())
+                }
+                LoopAt::Unknown if Self::may_ask_session(walk, session) => {
+                    Err(Need::Session(session))
+                }
+                LoopAt::SurelyIdle | LoopAt::Unknown => Ok(Origin::local(Basis::Compaction)),
+            };
+        }
+        // The user's own `/compact`: their action, like a typed message.
+        if self.compaction.contains(user_id) {
+            return match self.loop_at(session, t, user_id) {
+                LoopAt::SurelyRunning(a) => self.origin_of_step(a, walk).map(|o| Origin {
+                    user_folded: true,
+                    ..o.folded().compacted()
+                }),
+                _ => Ok(Origin::local(Basis::Compaction)),
+            };
+        }
         match self.peer_marks.get(user_id) {
             Some(mark) => match self.loop_at(session, t, user_id) {
-                LoopAt::SurelyIdle => Ok(Origin {
-                    peer: Some(mark),
-                    basis: Basis::PeerTurn,
-                    folded: false,
-                    inherited: false,
-                }),
+                LoopAt::SurelyIdle => match self.unanswered_before(session, t, user_id) {
+                    // The busy race: a message that nothing has answered yet precedes this
+                    // one, so the loop it started will pick this one up too.
+                    Some(first) => self.origin_of_user(first, walk).map(Origin::folded),
+                    None => Ok(Origin {
+                        peer: Some(mark),
+                        basis: Basis::PeerTurn,
+                        ..Origin::local(Basis::PeerTurn)
+                    }),
+                },
                 LoopAt::SurelyRunning(a) | LoopAt::Uncertain(a) => {
-                    self.origin_of_step(a, walk).map(folded_into)
+                    self.origin_of_step(a, walk).map(Origin::folded)
                 }
                 LoopAt::Unknown if Self::may_ask_session(walk, session) => {
                     Err(Need::Session(session))
@@ -756,18 +973,56 @@ impl TurnIndex {
                 LoopAt::Unknown => Ok(Origin::local(Basis::Missing)),
             },
             None => match self.loop_at(session, t, user_id) {
-                LoopAt::SurelyRunning(a) => self.origin_of_step(a, walk).map(folded_into),
-                _ => self.origin_of_new_unmarked_turn(session, t, walk),
+                LoopAt::SurelyRunning(a) => self.origin_of_step(a, walk).map(|o| Origin {
+                    user_folded: true,
+                    ..o.folded()
+                }),
+                LoopAt::SurelyIdle => match self.unanswered_before(session, t, user_id) {
+                    // Typed right behind a message nothing has answered yet: the same loop.
+                    Some(first) => self.origin_of_user(first, walk).map(|o| Origin {
+                        user_folded: true,
+                        ..o.folded()
+                    }),
+                    None => self.origin_of_new_unmarked_turn(session, user_id, t, walk),
+                },
+                _ => self.origin_of_new_unmarked_turn(session, user_id, t, walk),
             },
         }
     }
 
-    /// An unmarked user message at `t` started a loop in `session`: the user's turn, unless
-    /// `session` is a child session whose parent's loop was surely running at `t` (the
-    /// parent's `task` tool wrote the prompt), in which case it inherits that loop's origin.
+    /// The earliest user message of `session` that precedes `(t, user_id)` in creation order
+    /// and that no assistant step has followed yet: OpenCode has not answered it, so the loop
+    /// it starts (or started) will also take `user_id` in. `None` if there is none.
+    fn unanswered_before(&self, session: &str, t: EpochMs, user_id: &str) -> Option<&str> {
+        let s = self.sessions.get(session)?;
+        let before_me = |(c, id): &(EpochMs, String)| (*c, id.as_str()) < (t, user_id);
+        let end = s.assistants.partition_point(before_me);
+        let from = match s.assistants[..end].last() {
+            Some((ac, aid)) => s
+                .users
+                .partition_point(|(c, id)| (*c, id.as_str()) <= (*ac, aid.as_str())),
+            None => 0,
+        };
+        let end = s.users.partition_point(before_me);
+        s.users[from..end.max(from)]
+            .first()
+            .map(|(_, id)| id.as_str())
+    }
+
+    /// An unmarked user message `user_id` at `t` started a loop in `session`: the user's
+    /// turn, unless `session` is a `task` child session and the parent's `task` call wrote
+    /// it, in which case it inherits the origin of the parent's step that made the call.
+    ///
+    /// The task call that wrote it is the one whose part names `session`
+    /// (`state.metadata.sessionId`), whose run covers `t` (`state.time.start ≤ t ≤ end`), and
+    /// for which `user_id` is the first user message of `session` created at or after the
+    /// call's start. Any other user message in a child session was typed by the user. When
+    /// the parent's parts are not all held and cannot be fetched, the answer is
+    /// [`Basis::ChildOriginUnknown`] (local).
     fn origin_of_new_unmarked_turn<'a>(
         &'a self,
         session: &'a str,
+        user_id: &'a str,
         t: EpochMs,
         walk: &mut Walk<'a>,
     ) -> Result<Origin<'a>, Need<'a>> {
@@ -778,18 +1033,51 @@ impl TurnIndex {
             Some(None) => return Ok(Origin::local(Basis::UserTurn)),
             Some(Some(p)) => p.as_str(),
             None if Self::may_ask_session(walk, sid) => return Err(Need::Session(sid)),
-            None => return Ok(Origin::local(Basis::UserTurn)),
+            None => return Ok(Origin::local(Basis::ChildOriginUnknown)),
         };
         if !self.step(walk, sid) {
             return Ok(Origin::local(Basis::Limit));
         }
-        match self.loop_at(parent, t, "") {
-            LoopAt::SurelyRunning(b) => self.origin_of_step(b, walk).map(|o| Origin {
-                inherited: true,
-                ..o
-            }),
-            LoopAt::Unknown if Self::may_ask_session(walk, parent) => Err(Need::Session(parent)),
-            _ => Ok(Origin::local(Basis::UserTurn)),
+        let covering = self.tasks.get(session).and_then(|calls| {
+            calls
+                .iter()
+                .filter(|c| c.start <= t && c.end.is_none_or(|e| t <= e))
+                .min_by_key(|c| c.start)
+        });
+        if let Some(call) = covering {
+            // Which user message did the call write? The first one at or after its start.
+            if !s.holds_from(call.start) {
+                if Self::may_ask_session(walk, sid) {
+                    return Err(Need::Session(sid));
+                }
+                return Ok(Origin::local(Basis::ChildOriginUnknown));
+            }
+            let first = s
+                .users
+                .iter()
+                .find(|(c, _)| *c >= call.start)
+                .map(|(_, id)| id.as_str());
+            if first != Some(user_id) {
+                return Ok(Origin::local(Basis::UserTurn));
+            }
+            return match self.messages.get_key_value(call.step.as_str()) {
+                Some((step, _)) => self.origin_of_step(step, walk).map(|o| Origin {
+                    inherited: true,
+                    ..o
+                }),
+                None if Self::may_ask_message(walk, &call.step) => Err(Need::Message {
+                    session: parent,
+                    id: &call.step,
+                }),
+                None => Ok(Origin::local(Basis::ChildOriginUnknown)),
+            };
+        }
+        // No task call covers `t`: typed by the user, if the index holds every part of the
+        // parent from `t` on (a task call running at `t` started after it, or is held).
+        match self.sessions.get(parent) {
+            Some(ps) if ps.holds_from(t) => Ok(Origin::local(Basis::UserTurn)),
+            _ if Self::may_ask_session(walk, parent) => Err(Need::Session(parent)),
+            _ => Ok(Origin::local(Basis::ChildOriginUnknown)),
         }
     }
 

@@ -163,6 +163,37 @@ describe('Delivery queue', () => {
     expect(acked).toEqual(['a', 'b']);
   });
 
+  test('the session status is asked again right before promptAsync: busy there means no injection', async () => {
+    // Issue 19, the busy race: the last idle event is stale once the user's prompt started a
+    // turn; OpenCode's own status says busy, so nothing is injected until the next idle.
+    const inbox = [msg('a')];
+    const { client, calls } = recordingClient();
+    const { deps, acked, busy } = fakeDeps(inbox);
+    let serverBusy = true;
+    const asked = [];
+    deps.statusNow = async (sid) => {
+      asked.push(sid);
+      return serverBusy;
+    };
+    const d = new Delivery(deps, makeInject(client), { fallbackIntervalMs: 1000, retryBaseMs: 5 });
+    await d.flush('ses_me');
+    expect(asked).toEqual(['ses_me']);
+    expect(calls.length).toBe(0);
+    expect(busy.get('ses_me')).toBe(true);
+    // The user's turn ends: idle event, and the server agrees.
+    busy.set('ses_me', false);
+    serverBusy = false;
+    await d.flush('ses_me');
+    expect(calls.length).toBe(1);
+    expect(acked).toEqual(['a']);
+    // A failed status call (undefined) does not block delivery.
+    inbox.push(msg('b'));
+    busy.set('ses_me', false);
+    serverBusy = undefined;
+    await d.flush('ses_me');
+    expect(calls.length).toBe(2);
+  });
+
   test('after a restart, a message already in the transcript is acknowledged, not injected again', async () => {
     const inbox = [msg('old'), msg('new')];
     const { client, calls } = recordingClient();

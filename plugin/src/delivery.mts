@@ -73,6 +73,12 @@ export interface DeliveryDeps {
   /** Whether the session is running a turn; `undefined` when not known yet. */
   isBusy(sessionId: string): boolean | undefined;
   setBusy(sessionId: string, busy: boolean): void;
+  /**
+   * Ask OpenCode for the session's status now (`GET /session/status`): `true` busy, `false`
+   * idle, `undefined` when the call failed. Asked right before each injection (issue 19,
+   * the busy race: the user's prompt may have started a turn since the last idle event).
+   */
+  statusNow?(sessionId: string): Promise<boolean | undefined>;
   /** Message ids already shown in the session's transcript (read once after a restart). */
   injectedInTranscript(sessionId: string): Promise<Set<string>>;
   /** Sessions to look at on the fallback timer. */
@@ -197,6 +203,17 @@ export class Delivery {
       }
       const next = items.find((i) => !s.injected.has(i.message.messageId));
       if (!next || this.stopped) return;
+      // The busy race: re-check right before promptAsync, after every await above. A turn
+      // the user started meanwhile would fold this message into it; wait for its idle.
+      // (A failed status call does not block delivery: the Rust gate never lets a peer
+      // message that follows an unanswered user message count as starting a turn.)
+      if (this.deps.isBusy(sessionId) !== false) return;
+      if ((await this.deps.statusNow?.(sessionId)) === true) {
+        this.deps.setBusy(sessionId, true);
+        this.deps.log("debug", `${sessionId} turned busy before injection; waiting for idle`);
+        return;
+      }
+      if (this.stopped || this.deps.isBusy(sessionId) !== false) return;
       // The injection starts a turn: count the session busy from now until OpenCode says idle.
       this.deps.setBusy(sessionId, true);
       try {

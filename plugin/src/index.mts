@@ -79,6 +79,15 @@ async function server(input: PluginInput, rawOptions?: Record<string, unknown>):
       },
       isBusy: (sid) => sessions.isBusy(sid),
       setBusy: (sid, busy) => sessions.setBusy(sid, busy),
+      async statusNow(sid) {
+        try {
+          const res = await client.session.status?.();
+          const st = res?.data?.[sid]?.type;
+          return res?.data ? st === "busy" || st === "retry" : undefined;
+        } catch {
+          return undefined;
+        }
+      },
       sessions: () => sessions.registered(),
       async injectedInTranscript(sid) {
         const ids = new Set<string>();

@@ -129,7 +129,10 @@ pub struct GateDecision {
     pub peer_message_id: Option<String>,
     /// The sender alias of that message (peer-controlled: frame before showing a model).
     pub from: Option<String>,
-    /// Why the provenance walk ended where it did (`user-turn`, `peer-turn`, ...).
+    /// Why the provenance walk ended where it did: `peer-turn`, `user-turn`, `compaction`,
+    /// `user-folded-into-peer-turn`, `child-origin-unknown`, `missing`, `limit`,
+    /// `session-mismatch` (see [`crate::provenance::Basis`]). Set on every final decision
+    /// except a malformed request.
     pub basis: Option<&'static str>,
 }
 
@@ -155,6 +158,8 @@ fn basis_id(b: Basis) -> &'static str {
         Basis::Missing => "missing",
         Basis::Limit => "limit",
         Basis::SessionMismatch => "session-mismatch",
+        Basis::UserFoldedIntoPeerTurn => "user-folded-into-peer-turn",
+        Basis::ChildOriginUnknown => "child-origin-unknown",
     }
 }
 
@@ -457,7 +462,17 @@ impl PermissionGate {
         };
         match s(part, "type") {
             Some("text") => {
-                let Some(pm) = part.get("metadata").and_then(|m| m.get("peerMessage")) else {
+                let meta = part.get("metadata");
+                // OpenCode 1.18.33 marks its own "continue" message after an automatic
+                // compaction with a synthetic text part `metadata.compaction_continue: true`.
+                if part.get("synthetic") == Some(&Value::Bool(true))
+                    && meta.and_then(|m| m.get("compaction_continue")) == Some(&Value::Bool(true))
+                {
+                    self.index
+                        .observe_compaction_continue_part(message, session);
+                    return;
+                }
+                let Some(pm) = meta.and_then(|m| m.get("peerMessage")) else {
                     return;
                 };
                 let (Some(mid), Some(from)) = (s(pm, "messageId"), s(pm, "from")) else {
@@ -473,12 +488,19 @@ impl PermissionGate {
                     },
                 );
             }
-            Some("compaction") => self.index.observe_compaction_part(message, session),
+            Some("compaction") => self.index.observe_compaction_part(
+                message,
+                session,
+                part.get("auto") == Some(&Value::Bool(true)),
+            ),
             Some("tool") => {
                 let Some(call) = s(part, "callID") else {
                     return;
                 };
                 let state = part.get("state").unwrap_or(&Value::Null);
+                if s(part, "tool") == Some("task") {
+                    self.observe_task_part(message, call, session, state);
+                }
                 // `pending` carries `input: {}` before the arguments are parsed.
                 if matches!(s(state, "status"), None | Some("pending")) {
                     return;
@@ -493,6 +515,21 @@ impl PermissionGate {
             }
             _ => {}
         }
+    }
+
+    /// A `task` tool part: remember which child session the call ran and when (see
+    /// [`TurnIndex::observe_task_part`] for what OpenCode 1.18.33 writes).
+    fn observe_task_part(&mut self, message: &str, call: &str, session: &str, state: &Value) {
+        let meta = state.get("metadata").unwrap_or(&Value::Null);
+        let Some(child) = s(meta, "sessionId") else {
+            return;
+        };
+        let time = state.get("time").unwrap_or(&Value::Null);
+        let Some(start) = ms(time.get("start")) else {
+            return;
+        };
+        self.index
+            .observe_task_part(message, call, session, child, start, ms(time.get("end")));
     }
 
     /// The `via` chain a message sent from the turn running assistant message `message_id`
@@ -589,7 +626,7 @@ impl PermissionGate {
 
         let mut guard_hit = None;
         let mut args_missing = false;
-        if provenance.is_peer_triggered() && self.mode == PeerPermissions::Allow {
+        if provenance.peer_policy_applies() && self.mode == PeerPermissions::Allow {
             let args = tool_input.filter(|v| v.is_object()).cloned().or_else(|| {
                 let (m, c) = (req.tool_message?, req.call_id?);
                 self.tool_inputs.map.get(&tool_key(m, c)).cloned()
@@ -635,7 +672,11 @@ impl PermissionGate {
             Decision::Leave { reason } => (
                 Action::Leave,
                 match reason {
-                    LeaveReason::LocalTurn => "local-turn".to_string(),
+                    LeaveReason::LocalTurn => match provenance.basis {
+                        Basis::ChildOriginUnknown => "child-origin-unknown".to_string(),
+                        _ => "local-turn".to_string(),
+                    },
+                    LeaveReason::UserFoldedIntoPeerTurn => "user-folded-into-peer-turn".to_string(),
                     LeaveReason::AskMode => "peer-turn/ask".to_string(),
                     LeaveReason::Guardrail { category } if args_missing => {
                         format!("peer-turn/allow/{category}")

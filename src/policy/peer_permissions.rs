@@ -9,6 +9,13 @@
 //! |-----------------|---------------------------------------|---------|---------------|
 //! | typed by user   | leave                                 | leave   | leave         |
 //! | peer-triggered  | reply `once` (leave if guardrail hit) | leave   | reply `reject`|
+//! | peer-triggered, a user message folded in | leave        | leave   | leave         |
+//!
+//! A user message folded into a running peer turn ([`Basis::UserFoldedIntoPeerTurn`]) puts
+//! the user's own words into that turn: from then on its requests get the user's own prompt
+//! in every mode (issue 19). A turn whose origin could not be told
+//! ([`Basis::ChildOriginUnknown`] and the other local bases) is left alone too: never
+//! approved, never rejected on the user's behalf.
 //!
 //! "Leave" means the plugin sends no reply, so OpenCode's own prompt decides.
 //!
@@ -36,6 +43,8 @@
 use std::collections::{HashSet, VecDeque};
 
 use super::{resolve_setting, InvalidSetting, SettingSource};
+#[cfg(doc)]
+use crate::provenance::Basis;
 use crate::provenance::Provenance;
 
 /// The environment variable that overrides the `peerPermissions` plugin option.
@@ -113,8 +122,10 @@ pub struct PermissionRequestFacts<'a> {
 /// Why the plugin sends no reply.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum LeaveReason {
-    /// The user's own turn: never touched.
+    /// The user's own turn (or one whose origin could not be told): never touched.
     LocalTurn,
+    /// A user message was folded into the running peer turn ([`Basis::UserFoldedIntoPeerTurn`]).
+    UserFoldedIntoPeerTurn,
     /// `peerPermissions = ask`.
     AskMode,
     /// `peerPermissions = allow`, but the protected-path guardrail tripped.
@@ -166,6 +177,11 @@ pub fn decide(
     if !provenance.is_peer_triggered() {
         return Decision::Leave {
             reason: LeaveReason::LocalTurn,
+        };
+    }
+    if !provenance.peer_policy_applies() {
+        return Decision::Leave {
+            reason: LeaveReason::UserFoldedIntoPeerTurn,
         };
     }
     match (mode, guardrail) {
@@ -322,12 +338,52 @@ mod tests {
             Basis::Missing,
             Basis::Limit,
             Basis::SessionMismatch,
+            Basis::ChildOriginUnknown,
         ] {
             for mode in [PeerPermissions::Allow, PeerPermissions::Deny] {
                 let d = decide(&req, &Provenance::local(basis), mode, None);
                 assert_eq!(d.reply_word(), None, "{basis:?} {mode:?}");
             }
         }
+    }
+
+    #[test]
+    fn user_folded_into_peer_turn_is_left_in_every_mode() {
+        let req = PermissionRequestFacts {
+            kind: PermissionEventKind::Asked,
+            request_id: "per_1",
+            session_id: "ses_1",
+            permission: "bash",
+        };
+        let prov = Provenance {
+            basis: Basis::UserFoldedIntoPeerTurn,
+            folded: true,
+            ..peer()
+        };
+        assert!(prov.is_peer_triggered());
+        assert!(!prov.peer_policy_applies());
+        for mode in [
+            PeerPermissions::Allow,
+            PeerPermissions::Ask,
+            PeerPermissions::Deny,
+        ] {
+            assert_eq!(
+                decide(&req, &prov, mode, None),
+                Decision::Leave {
+                    reason: LeaveReason::UserFoldedIntoPeerTurn
+                },
+                "{mode:?}"
+            );
+        }
+        // A compacted peer turn keeps its origin: decided by the mode.
+        let compacted = Provenance {
+            basis: Basis::Compaction,
+            ..peer()
+        };
+        assert_eq!(
+            decide(&req, &compacted, PeerPermissions::Deny, None),
+            Decision::ReplyReject
+        );
     }
 
     #[test]

@@ -210,20 +210,84 @@ fn errored_step_ends_its_loop() {
 }
 
 #[test]
-fn user_message_folded_into_running_peer_turn_stays_peer() {
+fn user_message_folded_into_running_peer_turn_is_never_peer_policy() {
+    // Ordering "fold": peer p1 starts the loop, the user types u1 while a1 streams; OpenCode
+    // folds u1 in and names it as the parent of every later step.
     let mut ix = index();
     peer(&mut ix, "p1", SES, 100);
     ix.observe_message(step("a1", SES, "p1", 110, Some(300), Some("tool-calls")));
-    // The user types while a1 streams.
     ix.observe_message(user("u1", SES, 200));
-    ix.observe_message(step("a2", SES, "u1", 310, None, None));
+    ix.observe_message(step("a2", SES, "u1", 310, Some(400), Some("tool-calls")));
     let p = resolve(&mut ix, SES, "a2");
-    assert_eq!(peer_id(&p), Some("c2c-p1"));
+    assert_eq!(
+        peer_id(&p),
+        Some("c2c-p1"),
+        "the mark is kept for logs and via"
+    );
+    assert_eq!(p.basis, Basis::UserFoldedIntoPeerTurn);
+    assert!(p.folded);
+    assert!(!p.peer_policy_applies());
+    // The rest of the turn: a later peer message folded after u1 does not undo it.
+    peer(&mut ix, "p2", SES, 350);
+    ix.observe_message(step("a3", SES, "p2", 410, None, None));
+    assert_eq!(
+        resolve(&mut ix, SES, "a3").basis,
+        Basis::UserFoldedIntoPeerTurn
+    );
+    // The step before the fold is still the peer's.
+    assert!(resolve(&mut ix, SES, "a1").peer_policy_applies());
+}
+
+#[test]
+fn peer_message_after_an_unanswered_user_message_joins_the_users_turn() {
+    // Ordering "user before peer" (the busy race): the user's u1 is created, the plugin
+    // injects p1 before OpenCode's loop has made its first step; that step names p1.
+    let mut ix = index();
+    ix.observe_message(user("u0", SES, 10));
+    ix.observe_message(step("a0", SES, "u0", 20, Some(30), Some("stop")));
+    ix.observe_status(SES, false, 31);
+    ix.observe_message(user("u1", SES, 5_000));
+    peer(&mut ix, "p1", SES, 5_040);
+    ix.observe_message(step("a1", SES, "p1", 5_080, None, None));
+    let p = resolve(&mut ix, SES, "a1");
+    assert!(!p.is_peer_triggered(), "{p:?}");
+    assert_eq!(p.basis, Basis::UserTurn);
+    assert!(p.folded);
+    // Same millisecond: creation order is the id order.
+    let mut ix = index();
+    ix.observe_message(user("msg_01", SES, 5_000));
+    peer(&mut ix, "msg_02", SES, 5_000);
+    ix.observe_message(step("msg_03", SES, "msg_02", 5_010, None, None));
+    assert!(!resolve(&mut ix, SES, "msg_03").is_peer_triggered());
+}
+
+#[test]
+fn peer_message_after_an_answered_user_turn_starts_its_own() {
+    // Ordering "peer after user, answered": the user's turn ran and ended, then p1.
+    let mut ix = index();
+    ix.observe_message(user("u1", SES, 100));
+    ix.observe_message(step("a1", SES, "u1", 110, Some(200), Some("stop")));
+    ix.observe_status(SES, false, 201);
+    peer(&mut ix, "p1", SES, 300);
+    ix.observe_message(step("a2", SES, "p1", 310, None, None));
+    assert_eq!(resolve(&mut ix, SES, "a2").basis, Basis::PeerTurn);
+}
+
+#[test]
+fn user_message_after_an_unanswered_peer_message_is_never_peer_policy() {
+    // Ordering "peer before user": p1 is injected, the user types before the first step.
+    let mut ix = index();
+    peer(&mut ix, "p1", SES, 100);
+    ix.observe_message(user("u1", SES, 105));
+    ix.observe_message(step("a1", SES, "u1", 120, None, None));
+    let p = resolve(&mut ix, SES, "a1");
+    assert!(!p.peer_policy_applies(), "{p:?}");
+    assert_eq!(p.basis, Basis::UserFoldedIntoPeerTurn);
     assert!(p.folded);
 }
 
 #[test]
-fn user_message_between_steps_of_peer_turn_resolves_local() {
+fn user_message_between_steps_of_peer_turn_is_never_peer_policy() {
     // Uncertain whether the peer loop was still running: the user's message must not be
     // called peer-triggered on uncertain evidence.
     let mut ix = index();
@@ -231,7 +295,7 @@ fn user_message_between_steps_of_peer_turn_resolves_local() {
     ix.observe_message(step("a1", SES, "p1", 110, Some(200), Some("tool-calls")));
     ix.observe_message(user("u1", SES, 205));
     ix.observe_message(step("a2", SES, "u1", 210, None, None));
-    assert!(!resolve(&mut ix, SES, "a2").is_peer_triggered());
+    assert!(!resolve(&mut ix, SES, "a2").peer_policy_applies());
 }
 
 #[test]
@@ -421,43 +485,125 @@ fn hop_limit_resolves_local() {
 
 // ---- compaction --------------------------------------------------------------------------
 
-#[test]
-fn compaction_resolves_local() {
+/// A peer (or user) turn that OpenCode compacts automatically on overflow (1.18.33
+/// `SessionCompaction`): inside the running loop it adds the request `c1` (compaction part,
+/// `auto: true`), the summary step `s1`, then the synthetic "continue" message `k1`, and the
+/// loop goes on with `k1` as its steps' parent.
+fn compacted(peer_turn: bool) -> TurnIndex {
     let mut ix = index();
-    peer(&mut ix, "p1", SES, 100);
+    if peer_turn {
+        peer(&mut ix, "p1", SES, 100);
+    } else {
+        ix.observe_message(user("p1", SES, 100));
+    }
     ix.observe_message(step("a1", SES, "p1", 110, Some(200), Some("tool-calls")));
-    // OpenCode compacts inside the running loop: a compaction user message, a summary step,
-    // then a synthetic "continue" message, all folded into the loop.
-    ix.observe_compaction_part("c1", SES);
+    ix.observe_compaction_part("c1", SES, true);
     ix.observe_message(user("c1", SES, 210));
     let mut s = step("s1", SES, "c1", 220, Some(300), Some("stop"));
     s.summary = true;
     ix.observe_message(s);
+    ix.observe_compaction_continue_part("k1", SES);
     ix.observe_message(user("k1", SES, 310));
     ix.observe_message(step("a2", SES, "k1", 320, None, None));
-    ix.observe_message(step("a3", SES, "c1", 230, None, None));
-    let p = resolve(&mut ix, SES, "a2");
-    assert!(!p.is_peer_triggered(), "{p:?}");
-    assert_eq!(resolve(&mut ix, SES, "a3").basis, Basis::Compaction);
-    assert_eq!(resolve(&mut ix, SES, "s1").basis, Basis::Compaction);
+    ix
 }
 
 #[test]
-fn peer_message_folded_into_compaction_is_local() {
+fn compaction_continuation_keeps_the_origin() {
+    let mut ix = compacted(true);
+    for id in ["a2", "s1"] {
+        let p = resolve(&mut ix, SES, id);
+        assert_eq!(peer_id(&p), Some("c2c-p1"), "{id}: {p:?}");
+        assert_eq!(p.basis, Basis::Compaction, "{id}");
+        assert!(p.peer_policy_applies());
+    }
+    let mut ix = compacted(false);
+    let p = resolve(&mut ix, SES, "a2");
+    assert!(!p.is_peer_triggered());
+    assert_eq!(p.basis, Basis::Compaction);
+}
+
+#[test]
+fn user_folded_before_compaction_still_wins() {
     let mut ix = index();
+    peer(&mut ix, "p1", SES, 100);
+    ix.observe_message(step("a1", SES, "p1", 110, Some(200), Some("tool-calls")));
+    ix.observe_message(user("u1", SES, 150));
+    ix.observe_message(step("a2", SES, "u1", 205, Some(250), Some("length")));
+    ix.observe_compaction_part("c1", SES, true);
+    ix.observe_message(user("c1", SES, 260));
+    let mut s = step("s1", SES, "c1", 270, Some(300), Some("stop"));
+    s.summary = true;
+    ix.observe_message(s);
+    ix.observe_compaction_continue_part("k1", SES);
+    ix.observe_message(user("k1", SES, 310));
+    ix.observe_message(step("a3", SES, "k1", 320, None, None));
+    assert_eq!(
+        resolve(&mut ix, SES, "a3").basis,
+        Basis::UserFoldedIntoPeerTurn
+    );
+}
+
+#[test]
+fn replayed_peer_message_after_overflow_compaction_keeps_the_origin() {
+    // On a media overflow OpenCode replays the last user message: a copy of its parts
+    // (peer mark included) on a new message created right after the summary.
+    let mut ix = index();
+    peer(&mut ix, "p1", SES, 100);
+    ix.observe_message(step("a1", SES, "p1", 110, Some(200), Some("tool-calls")));
+    ix.observe_compaction_part("c1", SES, true);
+    ix.observe_message(user("c1", SES, 210));
+    let mut s = step("s1", SES, "c1", 220, Some(300), Some("stop"));
+    s.summary = true;
+    ix.observe_message(s);
+    peer(&mut ix, "r1", SES, 305);
+    ix.observe_message(step("a2", SES, "r1", 320, None, None));
+    let p = resolve(&mut ix, SES, "a2");
+    assert_eq!(peer_id(&p), Some("c2c-p1"));
+    assert_eq!(p.basis, Basis::Compaction);
+}
+
+#[test]
+fn manual_compaction_then_typed_turn_is_local() {
+    let mut ix = index();
+    peer(&mut ix, "p1", SES, 100);
+    ix.observe_message(step("a1", SES, "p1", 110, Some(200), Some("stop")));
+    ix.observe_status(SES, false, 201);
+    // The user's `/compact` on the idle session.
+    ix.observe_compaction_part("c1", SES, false);
+    ix.observe_message(user("c1", SES, 1_000));
+    let mut s = step("s1", SES, "c1", 1_010, Some(1_100), Some("stop"));
+    s.summary = true;
+    ix.observe_message(s);
+    ix.observe_status(SES, false, 1_101);
+    ix.observe_message(user("u1", SES, 2_000));
+    ix.observe_message(step("a2", SES, "u1", 2_010, None, None));
+    let p = resolve(&mut ix, SES, "s1");
+    assert!(!p.is_peer_triggered());
+    assert_eq!(p.basis, Basis::Compaction);
+    assert_eq!(resolve(&mut ix, SES, "a2").basis, Basis::UserTurn);
+}
+
+#[test]
+fn peer_message_folded_into_manual_compaction_is_local() {
+    let mut ix = index();
+    ix.observe_compaction_part("c1", SES, false);
     ix.observe_message(user("c1", SES, 100));
     let mut s = step("s1", SES, "c1", 110, None, None);
     s.summary = true;
     ix.observe_message(s);
     peer(&mut ix, "p1", SES, 150);
     ix.observe_message(step("a2", SES, "p1", 300, None, None));
-    assert_eq!(resolve(&mut ix, SES, "a2").basis, Basis::Compaction);
+    let p = resolve(&mut ix, SES, "a2");
+    assert!(!p.is_peer_triggered());
+    assert_eq!(p.basis, Basis::Compaction);
 }
 
 // ---- task child sessions -----------------------------------------------------------------
 
-/// A parent turn (peer or user) whose step `pa1` runs the task tool from 110 to 1 000; the
-/// child session `ses_child` is created at 150 and its prompt `cu1` at 160.
+/// A parent turn (peer or user) whose step `pa1` (110 to 1 000) runs the task tool; the
+/// child session `ses_child` is created at 150, the task part names it from 155 on
+/// (`state.metadata.sessionId`, `state.time.start`) and its prompt `cu1` comes at 160.
 fn with_child(peer_parent: bool) -> TurnIndex {
     let mut ix = index();
     if peer_parent {
@@ -467,6 +613,7 @@ fn with_child(peer_parent: bool) -> TurnIndex {
     }
     ix.observe_message(step("pa1", SES, "pu1", 110, None, None));
     ix.observe_session_created("ses_child", Some(SES));
+    ix.observe_task_part("pa1", "call_t1", SES, "ses_child", 155, None);
     ix.observe_message(user("cu1", "ses_child", 160));
     ix.observe_message(step(
         "ca1",
@@ -500,6 +647,7 @@ fn grandchild_of_peer_turn_inherits() {
     let mut ix = with_child(true);
     // ca2 runs a task of its own.
     ix.observe_session_created("ses_grand", Some("ses_child"));
+    ix.observe_task_part("ca2", "call_g1", "ses_child", "ses_grand", 195, None);
     ix.observe_message(user("gu1", "ses_grand", 200));
     ix.observe_message(step("ga1", "ses_grand", "gu1", 210, None, None));
     let p = resolve(&mut ix, "ses_grand", "ga1");
@@ -508,6 +656,7 @@ fn grandchild_of_peer_turn_inherits() {
 
     let mut ix = with_child(false);
     ix.observe_session_created("ses_grand", Some("ses_child"));
+    ix.observe_task_part("ca2", "call_g1", "ses_child", "ses_grand", 195, None);
     ix.observe_message(user("gu1", "ses_grand", 200));
     ix.observe_message(step("ga1", "ses_grand", "gu1", 210, None, None));
     assert!(!resolve(&mut ix, "ses_grand", "ga1").is_peer_triggered());
@@ -524,12 +673,98 @@ fn user_typing_into_child_after_parent_finished_is_local() {
         Some(300),
         Some("stop"),
     ));
+    ix.observe_task_part("pa1", "call_t1", SES, "ses_child", 155, Some(310));
     ix.observe_message(step("pa1", SES, "pu1", 110, Some(1_000), Some("stop")));
     ix.observe_status(SES, false, 1_001);
     ix.observe_status("ses_child", false, 301);
     ix.observe_message(user("cu2", "ses_child", 5_000));
     ix.observe_message(step("ca3", "ses_child", "cu2", 5_010, None, None));
     assert!(!resolve(&mut ix, "ses_child", "ca3").is_peer_triggered());
+}
+
+#[test]
+fn user_typing_into_child_while_the_peer_parent_runs_is_local() {
+    // Issue 19, item 1: the task is done (its part completed at 310), the child is idle, the
+    // parent's peer turn still runs (pa2 streams) and the user types into the child.
+    let mut ix = with_child(true);
+    ix.observe_message(step(
+        "ca2",
+        "ses_child",
+        "cu1",
+        190,
+        Some(300),
+        Some("stop"),
+    ));
+    ix.observe_status("ses_child", false, 301);
+    ix.observe_task_part("pa1", "call_t1", SES, "ses_child", 155, Some(310));
+    ix.observe_message(step("pa1", SES, "pu1", 110, Some(320), Some("tool-calls")));
+    ix.observe_message(step("pa2", SES, "pu1", 330, None, None));
+    ix.observe_message(user("cu2", "ses_child", 400));
+    ix.observe_message(step("ca3", "ses_child", "cu2", 410, None, None));
+    let p = resolve(&mut ix, "ses_child", "ca3");
+    assert!(!p.is_peer_triggered(), "{p:?}");
+    assert_eq!(p.basis, Basis::UserTurn);
+    // The task's own steps still inherit.
+    assert!(resolve(&mut ix, "ses_child", "ca2").peer_policy_applies());
+}
+
+#[test]
+fn user_typing_into_child_while_its_task_runs_is_never_peer_policy() {
+    // The user types into the child while the task's loop is between two steps: not the
+    // message the task call wrote (that is cu1), so the user's own.
+    let mut ix = with_child(true);
+    ix.observe_message(step(
+        "ca2",
+        "ses_child",
+        "cu1",
+        190,
+        Some(250),
+        Some("tool-calls"),
+    ));
+    ix.observe_message(user("cu2", "ses_child", 252));
+    ix.observe_message(step("ca3", "ses_child", "cu2", 260, None, None));
+    let p = resolve(&mut ix, "ses_child", "ca3");
+    assert!(!p.peer_policy_applies(), "{p:?}");
+    // Typed while a child step surely ran: folded into the inherited peer turn.
+    let mut ix = with_child(true);
+    ix.observe_message(user("cu2", "ses_child", 195));
+    ix.observe_message(step("ca3", "ses_child", "cu2", 260, None, None));
+    let p = resolve(&mut ix, "ses_child", "ca3");
+    assert_eq!(p.basis, Basis::UserFoldedIntoPeerTurn);
+}
+
+#[test]
+fn child_with_unknown_spawner_is_left_to_the_prompt() {
+    // The parent's task part was never seen (the plugin started late, say) and the parent
+    // cannot be fetched: not peer, and basis child-origin-unknown.
+    let mut ix = TurnIndex::new(Limits::default());
+    ix.observe_session_created("ses_child", Some("ses_parent"));
+    ix.observe_message(user("cu1", "ses_child", 160));
+    ix.observe_message(step("ca1", "ses_child", "cu1", 170, None, None));
+    assert_eq!(
+        ix.provenance("ses_child", "ca1"),
+        Lookup::NeedSession("ses_parent".into())
+    );
+    let p = resolve(&mut ix, "ses_child", "ca1");
+    assert!(!p.is_peer_triggered());
+    assert_eq!(p.basis, Basis::ChildOriginUnknown);
+    // The task part was seen but its step cannot be fetched.
+    let mut ix = TurnIndex::new(Limits::default());
+    ix.observe_session_created("ses_child", Some("ses_parent"));
+    ix.observe_task_part("pa1", "call_t1", "ses_parent", "ses_child", 150, None);
+    ix.observe_message(user("cu1", "ses_child", 160));
+    ix.observe_message(step("ca1", "ses_child", "cu1", 170, None, None));
+    assert_eq!(
+        ix.provenance("ses_child", "ca1"),
+        Lookup::NeedMessage {
+            session_id: "ses_parent".into(),
+            message_id: "pa1".into()
+        }
+    );
+    assert_eq!(
+        resolve(&mut ix, "ses_child", "ca1").basis,
+        Basis::ChildOriginUnknown
+    );
 }
 
 #[test]
@@ -544,10 +779,12 @@ fn resumed_task_takes_the_origin_of_the_resuming_turn() {
         Some(300),
         Some("stop"),
     ));
+    ix.observe_task_part("pa1", "call_t1", SES, "ses_child", 155, Some(310));
     ix.observe_message(step("pa1", SES, "pu1", 110, Some(1_000), Some("stop")));
     ix.observe_status(SES, false, 1_001);
     peer(&mut ix, "pu2", SES, 2_000);
     ix.observe_message(step("pa2", SES, "pu2", 2_010, None, None));
+    ix.observe_task_part("pa2", "call_t2", SES, "ses_child", 2_050, None);
     ix.observe_message(user("cu2", "ses_child", 2_100));
     ix.observe_message(step("ca3", "ses_child", "cu2", 2_110, None, None));
     assert_eq!(
@@ -562,7 +799,8 @@ fn child_session_with_unknown_parent_is_asked_for() {
     let mut ix = index();
     peer(&mut ix, "pu1", SES, 100);
     ix.observe_message(step("pa1", SES, "pu1", 110, None, None));
-    // session.created of the child was missed.
+    // session.created of the child was missed; the parent's task part was seen.
+    ix.observe_task_part("pa1", "call_t1", SES, "ses_child", 150, None);
     ix.observe_message(user("cu1", "ses_child", 160));
     ix.observe_message(step("ca1", "ses_child", "cu1", 170, None, None));
     assert_eq!(
@@ -602,6 +840,7 @@ fn child_with_parent_history_unknown_asks_for_the_parent() {
     ix.observe_session("ses_parent", None);
     peer(&mut ix, "pu1", "ses_parent", 100);
     ix.observe_message(step("pa1", "ses_parent", "pu1", 110, None, None));
+    ix.observe_task_part("pa1", "call_t1", "ses_parent", "ses_child", 150, None);
     ix.mark_history_complete("ses_parent");
     assert!(resolve(&mut ix, "ses_child", "ca1").is_peer_triggered());
 }

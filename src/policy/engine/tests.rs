@@ -104,6 +104,20 @@ fn tool_part(mid: &str, sid: &str, call: &str, input: Value) -> Value {
            "state": {"status": "running", "input": input, "time": {"start": 1}}})
 }
 
+/// The parent's `task` tool part as OpenCode 1.18.33 publishes it once the child exists.
+fn task_part(mid: &str, sid: &str, call: &str, child: &str, start: i64, end: Option<i64>) -> Value {
+    let mut time = json!({"start": start});
+    if let Some(e) = end {
+        time["end"] = json!(e);
+    }
+    json!({"id": format!("prt_k_{mid}"), "sessionID": sid, "messageID": mid, "type": "tool",
+           "callID": call, "tool": "task",
+           "state": {"status": if end.is_some() { "completed" } else { "running" },
+                     "input": {"description": "d", "prompt": "p", "subagent_type": "general"},
+                     "metadata": {"parentSessionId": sid, "sessionId": child},
+                     "time": time}})
+}
+
 fn part_updated(part: Value) -> Value {
     ev("message.part.updated", json!({"part": part}))
 }
@@ -545,8 +559,13 @@ fn task_child_inherits_the_parent_turn() {
     let mut f = fixture("deny");
     let g = &mut f.gate;
     turn(g, "ses_p", true, "x");
-    // The parent's task tool creates a child session and its prompt while the step runs.
+    // The parent's task tool creates a child session, names it in its part, and writes the
+    // child's prompt while the step runs.
     g.observe(&session_created("ses_c", Some("ses_p")), 1_100);
+    g.observe(
+        &part_updated(task_part("msg_a", "ses_p", "call_k", "ses_c", 1_100, None)),
+        1_100,
+    );
     g.observe(&msg_updated(user("msg_cu", "ses_c", 1_101)), 1_101);
     g.observe(&part_updated(text_part("msg_cu", "ses_c", None)), 1_101);
     g.observe(
@@ -574,6 +593,226 @@ fn task_child_inherits_the_parent_turn() {
     assert_eq!(d.action, Action::Reject, "{d:?}");
     assert_eq!(d.from.as_deref(), Some("bob"));
     assert_eq!(log_lines(&f)[0]["inherited"], true);
+}
+
+#[test]
+fn user_typing_into_a_finished_task_child_is_left_in_every_mode() {
+    for mode in ["allow", "ask", "deny"] {
+        let mut f = fixture(mode);
+        let g = &mut f.gate;
+        turn(g, "ses_p", true, "x");
+        g.observe(&session_created("ses_c", Some("ses_p")), 1_100);
+        g.observe(
+            &part_updated(task_part("msg_a", "ses_p", "call_k", "ses_c", 1_100, None)),
+            1_100,
+        );
+        g.observe(&msg_updated(user("msg_cu", "ses_c", 1_101)), 1_101);
+        g.observe(
+            &msg_updated(asst(
+                "msg_ca",
+                "ses_c",
+                "msg_cu",
+                1_102,
+                Some((1_200, "stop")),
+            )),
+            1_200,
+        );
+        g.observe(&ev("session.idle", json!({"sessionID": "ses_c"})), 1_201);
+        g.observe(
+            &part_updated(task_part(
+                "msg_a",
+                "ses_p",
+                "call_k",
+                "ses_c",
+                1_100,
+                Some(1_210),
+            )),
+            1_210,
+        );
+        // The parent's peer turn still runs; the user types into the idle child.
+        g.observe(&msg_updated(user("msg_cu2", "ses_c", 1_300)), 1_300);
+        g.observe(&part_updated(text_part("msg_cu2", "ses_c", None)), 1_300);
+        g.observe(
+            &msg_updated(asst("msg_ca2", "ses_c", "msg_cu2", 1_302, None)),
+            1_302,
+        );
+        g.observe(
+            &part_updated(tool_part(
+                "msg_ca2",
+                "ses_c",
+                "call_u",
+                json!({"command": "u"}),
+            )),
+            1_303,
+        );
+        let req = asked(
+            "per_u",
+            "ses_c",
+            "bash",
+            json!({"command": "u"}),
+            "msg_ca2",
+            "call_u",
+        );
+        let d = g.decide(PermissionEventKind::Asked, &req, None);
+        assert_eq!(d.action, Action::Leave, "{mode}: {d:?}");
+        assert_eq!(d.basis, Some("user-turn"), "{mode}");
+        let line = &log_lines(&f)[0];
+        assert_eq!(line["provenance"], "local");
+        assert_eq!(line["basis"], "user-turn");
+    }
+}
+
+#[test]
+fn task_child_whose_spawner_cannot_be_told_is_left() {
+    // A child session of a parent this gate never saw, whose fetches fail.
+    let mut f = fixture("allow");
+    let g = &mut f.gate;
+    g.observe(&session_created("ses_c", Some("ses_gone")), 1_100);
+    g.observe(&msg_updated(user("msg_cu", "ses_c", 1_101)), 1_101);
+    g.observe(
+        &msg_updated(asst("msg_ca", "ses_c", "msg_cu", 1_102, None)),
+        1_102,
+    );
+    g.observe(
+        &part_updated(tool_part(
+            "msg_ca",
+            "ses_c",
+            "call_c",
+            json!({"command": "ls"}),
+        )),
+        1_103,
+    );
+    let req = asked(
+        "per_c",
+        "ses_c",
+        "bash",
+        json!({"command": "ls"}),
+        "msg_ca",
+        "call_c",
+    );
+    let d = g.decide(PermissionEventKind::Asked, &req, None);
+    assert_eq!(d.action, Action::NeedSession, "{d:?}");
+    assert_eq!(d.session_id, "ses_gone");
+    g.feed_session(&Value::Null, &Value::Null);
+    let d = g.decide(PermissionEventKind::Asked, &req, None);
+    assert_eq!(d.action, Action::Leave, "{d:?}");
+    assert_eq!(d.reason, "child-origin-unknown");
+    assert_eq!(log_lines(&f)[0]["basis"], "child-origin-unknown");
+}
+
+#[test]
+fn user_message_folded_into_a_peer_turn_is_left_and_logged() {
+    for mode in ["allow", "ask", "deny"] {
+        let mut f = fixture(mode);
+        let g = &mut f.gate;
+        turn(g, "ses_1", true, "x");
+        // The user types while the peer's step runs; the next step names it as parent.
+        g.observe(&msg_updated(user("msg_u2", "ses_1", 1_050)), 1_050);
+        g.observe(&part_updated(text_part("msg_u2", "ses_1", None)), 1_050);
+        g.observe(
+            &msg_updated(asst(
+                "msg_a",
+                "ses_1",
+                "msg_u",
+                1_002,
+                Some((1_100, "tool-calls")),
+            )),
+            1_100,
+        );
+        g.observe(
+            &msg_updated(asst("msg_a2", "ses_1", "msg_u2", 1_110, None)),
+            1_110,
+        );
+        g.observe(
+            &part_updated(tool_part(
+                "msg_a2",
+                "ses_1",
+                "call_2",
+                json!({"command": "u"}),
+            )),
+            1_111,
+        );
+        let req = asked(
+            "per_2",
+            "ses_1",
+            "bash",
+            json!({"command": "u"}),
+            "msg_a2",
+            "call_2",
+        );
+        let d = g.decide(PermissionEventKind::Asked, &req, None);
+        assert_eq!(d.action, Action::Leave, "{mode}: {d:?}");
+        assert_eq!(d.reason, "user-folded-into-peer-turn");
+        let line = &log_lines(&f)[0];
+        assert_eq!(line["basis"], "user-folded-into-peer-turn");
+        assert_eq!(line["provenance"], "peer");
+        assert_eq!(line["folded"], true);
+        assert_eq!(line["decision"], "leave");
+    }
+}
+
+#[test]
+fn compaction_continuation_of_a_peer_turn_is_rejected_under_deny() {
+    let mut f = fixture("deny");
+    let g = &mut f.gate;
+    turn(g, "ses_1", true, "x");
+    g.observe(
+        &msg_updated(asst(
+            "msg_a",
+            "ses_1",
+            "msg_u",
+            1_002,
+            Some((1_100, "tool-calls")),
+        )),
+        1_100,
+    );
+    // OpenCode 1.18.33's automatic compaction inside the loop.
+    g.observe(&msg_updated(user("msg_c", "ses_1", 1_110)), 1_110);
+    g.observe(
+        &part_updated(
+            json!({"id": "prt_c", "sessionID": "ses_1", "messageID": "msg_c",
+                             "type": "compaction", "auto": true, "overflow": false}),
+        ),
+        1_110,
+    );
+    let mut summary = asst("msg_s", "ses_1", "msg_c", 1_120, Some((1_200, "stop")));
+    summary["summary"] = json!(true);
+    g.observe(&msg_updated(summary), 1_200);
+    g.observe(&msg_updated(user("msg_k", "ses_1", 1_210)), 1_210);
+    g.observe(
+        &part_updated(json!({"id": "prt_k", "sessionID": "ses_1", "messageID": "msg_k",
+                             "type": "text", "synthetic": true, "text": "Continue if you have next steps",
+                             "metadata": {"compaction_continue": true}})),
+        1_210,
+    );
+    g.observe(
+        &msg_updated(asst("msg_a3", "ses_1", "msg_k", 1_220, None)),
+        1_220,
+    );
+    g.observe(
+        &part_updated(tool_part(
+            "msg_a3",
+            "ses_1",
+            "call_3",
+            json!({"command": "y"}),
+        )),
+        1_221,
+    );
+    let req = asked(
+        "per_3",
+        "ses_1",
+        "bash",
+        json!({"command": "y"}),
+        "msg_a3",
+        "call_3",
+    );
+    let d = g.decide(PermissionEventKind::Asked, &req, None);
+    assert_eq!(d.action, Action::Reject, "{d:?}");
+    assert_eq!(d.basis, Some("compaction"));
+    let line = &log_lines(&f)[0];
+    assert_eq!(line["provenance"], "peer");
+    assert_eq!(line["basis"], "compaction");
+    assert_eq!(line["from"], "bob");
 }
 
 #[test]
