@@ -48,6 +48,9 @@ pub struct GateOptions {
     pub broker_root: Option<String>,
     /// When the plugin instance started, epoch milliseconds. Default: now.
     pub started_at_ms: Option<f64>,
+    /// Answer no permission request (every decision that would reply becomes `leave` with
+    /// reason `config-error`): pass `validateOptions(...).autoAnswersOff`. Default false.
+    pub auto_answers_off: Option<bool>,
 }
 
 /// The answer of `decide`.
@@ -60,7 +63,7 @@ pub struct PermissionDecision {
     )]
     pub action: String,
     /// Why (`local-turn`, `peer-turn/allow`, `peer-turn/ask`, `peer-turn/deny`,
-    /// `peer-turn/allow/guardrail`, `peer-turn/allow/tool-args-unavailable`, `already-decided`,
+    /// `peer-turn/allow/guardrail`, `peer-turn/allow/tool-args-unavailable`, `config-error` (auto-answers off), `already-decided`,
     /// `malformed-request`), or what is missing for `need-*`.
     pub reason: String,
     /// The request id.
@@ -158,6 +161,10 @@ impl JsPermissionGate {
             },
         })
         .map_err(to_js)?;
+        let mut inner = inner;
+        if options.auto_answers_off == Some(true) {
+            inner.turn_answers_off();
+        }
         Ok(JsPermissionGate {
             inner,
             audit_path,
@@ -211,6 +218,12 @@ impl JsPermissionGate {
             Env => "env",
         }
         .to_string()
+    }
+
+    /// Whether auto-answers are off (`autoAnswersOff`): no request is answered.
+    #[napi(getter, catch_unwind)]
+    pub fn answers_off(&self) -> bool {
+        self.inner.answers_off()
     }
 
     /// The `broker.log` receiving decision lines, or null.
