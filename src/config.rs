@@ -214,6 +214,9 @@ pub struct Validated {
     pub errors: Vec<OptionError>,
     /// Whether permission requests must all go to OpenCode's prompt (see the module doc).
     pub auto_answers_off: bool,
+    /// The options whose value came from their environment variable (e.g. `brokerRoot`
+    /// from `C2C_MCP_BROKER_ROOT`), in schema order.
+    pub from_env: Vec<&'static str>,
 }
 
 /// A checked value.
@@ -461,6 +464,7 @@ pub fn validate(raw: &Value, env: &HashMap<String, String>) -> Validated {
             .map(|(name, v)| check(spec, name, &Value::String(v.clone()), true, home));
         let mut failed = false;
         let mut chosen = None;
+        let env_ok = matches!(from_env, Some(Ok(_)));
         for r in [from_option, from_env].into_iter().flatten() {
             match r {
                 Ok(v) => chosen = Some(v),
@@ -475,6 +479,9 @@ pub fn validate(raw: &Value, env: &HashMap<String, String>) -> Validated {
         }
         if failed && spec.name == "inbound" {
             chosen = Some(Checked::Str("hold".into()));
+        }
+        if env_ok {
+            out.from_env.push(spec.name);
         }
         if let Some(v) = chosen {
             store(&mut out.options, spec.name, v);

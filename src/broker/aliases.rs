@@ -12,7 +12,7 @@
 //!    come back) or an entry of the alias book.
 //!
 //! The alias book is `c2c-bridge-aliases.json` in the broker root: a JSON array of
-//! `{session_id, alias, updated_at}` (epoch seconds), one entry per session that registered
+//! `{session_id, alias, directory, updated_at}` (epoch seconds), one entry per session that registered
 //! through c2c-bridge with `auto_alias`, kept when the session unregisters at shutdown so the
 //! alias can be restored. c2c does not read it (its own files are untouched and stay in its
 //! format). Entries not refreshed for [`BOOK_TTL_SECS`] are pruned; [`forget`] removes a
@@ -39,6 +39,8 @@ pub struct BookEntry {
     pub session_id: String,
     /// Its alias (original case).
     pub alias: String,
+    /// The canonical project directory it registered from, if recorded.
+    pub directory: Option<String>,
 }
 
 fn book_path(root: &BrokerRoot) -> std::path::PathBuf {
@@ -56,6 +58,7 @@ pub fn read_book(root: &BrokerRoot) -> Result<Vec<BookEntry>> {
             Some(BookEntry {
                 session_id: v.get("session_id")?.as_str()?.to_string(),
                 alias: v.get("alias")?.as_str()?.to_string(),
+                directory: v.get("directory").and_then(Value::as_str).map(str::to_string),
             })
         })
         .collect())
@@ -111,12 +114,18 @@ fn candidate(alias: &str, n: u32) -> String {
     format!("{stem}{suffix}")
 }
 
-/// Record `session_id → alias` (refreshing its time) and prune entries older than
-/// [`BOOK_TTL_SECS`].
+/// Record `session_id → alias` and its project directory (refreshing its time) and prune
+/// entries older than [`BOOK_TTL_SECS`].
 ///
 /// # Errors
 /// Store errors.
-pub fn remember(root: &BrokerRoot, session_id: &str, alias: &str, lock_timeout: Duration) -> Result<()> {
+pub fn remember(
+    root: &BrokerRoot,
+    session_id: &str,
+    alias: &str,
+    directory: Option<&str>,
+    lock_timeout: Duration,
+) -> Result<()> {
     let now = crate::time::now_secs();
     store::update_array(&book_path(root), lock_timeout, |records| {
         records.retain(|v| {
@@ -126,7 +135,7 @@ pub fn remember(root: &BrokerRoot, session_id: &str, alias: &str, lock_timeout: 
                     .and_then(Value::as_f64)
                     .is_some_and(|t| now - t < BOOK_TTL_SECS)
         });
-        records.push(json!({"session_id": session_id, "alias": alias, "updated_at": now}));
+        records.push(json!({"session_id": session_id, "alias": alias, "directory": directory, "updated_at": now}));
         Ok(((), true))
     })
 }
@@ -161,7 +170,11 @@ mod tests {
     fn book(pairs: &[(&str, &str)]) -> Vec<BookEntry> {
         pairs
             .iter()
-            .map(|(s, a)| BookEntry { session_id: s.to_string(), alias: a.to_string() })
+            .map(|(s, a)| BookEntry {
+                session_id: s.to_string(),
+                alias: a.to_string(),
+                directory: None,
+            })
             .collect()
     }
 

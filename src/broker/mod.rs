@@ -229,6 +229,7 @@ impl Broker {
                 .find(|r| r.session_id == opts.session_id)
                 .ok_or_else(|| Error::NotRegistered {
                     session_id: opts.session_id.clone(),
+                    root: root.path().to_path_buf(),
                 })?;
             own.alias
         } else {
@@ -278,7 +279,13 @@ impl Broker {
                 }
             };
             if opts.auto_alias {
-                if let Err(e) = aliases::remember(&root, &opts.session_id, &alias, lock_timeout) {
+                if let Err(e) = aliases::remember(
+                    &root,
+                    &opts.session_id,
+                    &alias,
+                    directory.as_deref(),
+                    lock_timeout,
+                ) {
                     log.event("alias_book_error", fields! {"error" => e.to_string()});
                 }
             }
@@ -459,6 +466,7 @@ impl Broker {
             .cloned()
             .ok_or_else(|| Error::NotRegistered {
                 session_id: self.session_id.clone(),
+                root: self.root.path().to_path_buf(),
             })
     }
 

@@ -167,6 +167,7 @@ fn environment_overrides_win_and_are_validated_the_same_way() {
     assert_eq!(v.options.supervisors, vec!["a", "b"]);
     assert_eq!(v.options.peer_permissions.as_deref(), Some("deny"));
     assert_eq!(v.options.inbound.as_deref(), Some("auto"), "a blank variable is unset");
+    assert_eq!(v.from_env, vec!["alias", "peerPermissions", "supervisors", "maxMessageBytes"]);
 
     let v = validate(&json!({}), &env(&[("C2C_BRIDGE_MAX_MESSAGE_BYTES", "16k")]));
     assert_eq!(codes_of(&v), vec![(codes::TYPE, "C2C_BRIDGE_MAX_MESSAGE_BYTES")]);

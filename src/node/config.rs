@@ -65,6 +65,9 @@ pub struct ValidatedOptions {
     /// attributed (an unknown key): the plugin must then answer no permission request
     /// (`new PermissionGate({autoAnswersOff: true})`) until the configuration is fixed.
     pub auto_answers_off: bool,
+    /// The options whose value came from their environment variable (e.g. `brokerRoot` from
+    /// `C2C_MCP_BROKER_ROOT`).
+    pub from_env: Vec<String>,
 }
 
 fn small(n: Option<u64>) -> Option<u32> {
@@ -106,5 +109,6 @@ pub fn validate_options(raw: Option<Value>, env: Option<HashMap<String, String>>
             })
             .collect(),
         auto_answers_off: v.auto_answers_off,
+        from_env: v.from_env.iter().map(|s| s.to_string()).collect(),
     }
 }
