@@ -234,7 +234,10 @@ export declare class PermissionGate {
   get answersOff(): boolean
   /** The `broker.log` receiving decision lines, or null. */
   get auditPath(): string | null
-  /** Why there is no audit log, or null. */
+  /**
+   * Why there is no audit log, or null. While set, `decide` tries the root again at most
+   * every second, so a root made insecure and then fixed is picked up without a restart.
+   */
   get auditError(): string | null
   /** Feed one OpenCode event `{type, properties}` (every event; unknown ones are ignored). */
   observe(event: { type: string; properties?: unknown }): void

@@ -108,3 +108,51 @@ describe('configuration errors', () => {
     await second.hooks.dispose();
   });
 });
+
+describe('a broker root made insecure and then fixed is picked up without a restart', () => {
+  test('registration happens at the next event', async () => {
+    const dir = path.join(tmp, 'insecure-project');
+    fs.mkdirSync(dir);
+    const brokerRoot = path.join(tmp, 'insecure-root');
+    fs.mkdirSync(brokerRoot);
+    fs.chmodSync(brokerRoot, 0o777);
+    const logs = [];
+    const client = {
+      app: { async log({ body }) { logs.push(body.message); } },
+      session: {
+        async get({ path: p }) { return { data: { id: p.id, title: 't' } }; },
+        async messages() { return { data: [] }; },
+        async status() { return { data: {} }; },
+        async promptAsync() { return { response: { status: 204 } }; },
+      },
+    };
+    const hooks = await plugin.server({ client, directory: dir, worktree: dir, serverUrl: new URL('http://127.0.0.1:9') }, { brokerRoot });
+    await hooks.event({ event: { type: 'session.created', properties: { info: { id: 'ses_ins1', title: 't' } } } });
+    await new Promise((r) => setTimeout(r, 20)); // the logger's backlog reaches app.log
+    expect(logs.join('\n')).toContain('cannot register session ses_ins1: E_ROOT_INSECURE');
+    expect(fs.existsSync(path.join(brokerRoot, 'registry.json'))).toBe(false);
+    fs.chmodSync(brokerRoot, 0o700);
+    await hooks.event({ event: { type: 'session.idle', properties: { sessionID: 'ses_ins1' } } });
+    expect(JSON.parse(fs.readFileSync(path.join(brokerRoot, 'registry.json'), 'utf8')).map((r) => r.session_id)).toEqual(['ses_ins1']);
+    await hooks.dispose();
+  });
+
+  test('the gate audits again once the root is fixed', async () => {
+    const { createRequire } = await import('node:module');
+    const addon = createRequire(import.meta.url)('../../index.js');
+    const dir = path.join(tmp, 'audit-project');
+    fs.mkdirSync(dir);
+    const brokerRoot = path.join(tmp, 'audit-root');
+    fs.mkdirSync(brokerRoot);
+    fs.chmodSync(brokerRoot, 0o777);
+    const gate = new addon.PermissionGate({ directory: dir, brokerRoot, env: {} });
+    expect(gate.auditError).toContain('not safe');
+    fs.chmodSync(brokerRoot, 0o700);
+    await new Promise((r) => setTimeout(r, 1100)); // the gate retries at most once a second
+    const d = gate.decide('asked', { id: 'per_x', sessionID: 'ses_x', permission: 'bash', patterns: [], metadata: {}, always: [] });
+    expect(d.action).toBe('leave');
+    expect(gate.auditError).toBeNull();
+    expect(gate.auditPath).toBe(path.join(fs.realpathSync(brokerRoot), 'broker.log'));
+    expect(fs.readFileSync(gate.auditPath, 'utf8')).toContain('"request":"per_x"');
+  });
+});

@@ -339,6 +339,12 @@ impl PermissionGate {
         self.answers_off = true;
     }
 
+    /// Start writing `permission_decision` lines to `audit` (the broker root could not be
+    /// opened when the gate was built, e.g. it was insecure, and has been fixed since).
+    pub fn set_audit(&mut self, audit: AuditLog) {
+        self.audit = Some(audit);
+    }
+
     /// Whether auto-answers are off (see [`PermissionGate::turn_answers_off`]).
     pub fn answers_off(&self) -> bool {
         self.answers_off
