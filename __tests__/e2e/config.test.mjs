@@ -133,3 +133,24 @@ describe('aliases are stable across a restart of opencode serve', () => {
     }
   });
 });
+
+describe('an unbuilt checkout loaded as a plugin', () => {
+  test('logs one line saying to run `npm run build`; OpenCode keeps working', async () => {
+    const { tmp } = tmpRoot('c2c-unbuilt-');
+    // A checkout as cloned: package.json and the committed entry point, no plugin/dist/.
+    const checkout = path.join(tmp, 'c2c-bridge');
+    fs.mkdirSync(path.join(checkout, 'plugin'), { recursive: true });
+    fs.copyFileSync(path.join(REPO_ROOT, 'package.json'), path.join(checkout, 'package.json'));
+    fs.copyFileSync(path.join(REPO_ROOT, 'plugin', 'server.mjs'), path.join(checkout, 'plugin', 'server.mjs'));
+    const oc = await startOpencode({ modelBaseURL: mock.baseURL('unbuilt'), plugins: [checkout] });
+    cleanups.push(() => oc.stop());
+    const c = client(oc);
+    const s = await c.createSession({ title: 'still works' });
+    await c.prompt(s.id, 'hello');
+    await c.waitIdle(s.id);
+    const lines = oc.logs().split('\n').filter((l) => l.startsWith('[c2c-bridge]'));
+    expect(lines).toEqual([
+      `[c2c-bridge] error: disabled: this checkout is not built (${path.join(checkout, 'plugin', 'dist', 'index.mjs')} is missing): run \`npm run build\` in ${checkout}/, then restart OpenCode. OpenCode continues without c2c-bridge.`,
+    ]);
+  });
+});
