@@ -104,28 +104,40 @@ pub const SCHEMA: &[OptionSpec] = &[
     OptionSpec {
         name: "heldCap",
         env: None,
-        rule: Rule::Int { min: 1, max: 10_000 },
+        rule: Rule::Int {
+            min: 1,
+            max: 10_000,
+        },
         unit: "messages",
         touches_permissions: false,
     },
     OptionSpec {
         name: "heldTtlSecs",
         env: None,
-        rule: Rule::Int { min: 1, max: 86_400 },
+        rule: Rule::Int {
+            min: 1,
+            max: 86_400,
+        },
         unit: "seconds",
         touches_permissions: false,
     },
     OptionSpec {
         name: "rateBurst",
         env: None,
-        rule: Rule::Int { min: 1, max: 10_000 },
+        rule: Rule::Int {
+            min: 1,
+            max: 10_000,
+        },
         unit: "messages",
         touches_permissions: false,
     },
     OptionSpec {
         name: "rateWindowSecs",
         env: None,
-        rule: Rule::Int { min: 1, max: 86_400 },
+        rule: Rule::Int {
+            min: 1,
+            max: 86_400,
+        },
         unit: "seconds",
         touches_permissions: false,
     },
@@ -274,7 +286,11 @@ fn check(
     let wrong_type = || {
         err(
             codes::TYPE,
-            format!("{label} is {} ({}); expected {want}", type_name(v), shown(v)),
+            format!(
+                "{label} is {} ({}); expected {want}",
+                type_name(v),
+                shown(v)
+            ),
         )
     };
     match spec.rule {
@@ -323,7 +339,11 @@ fn check(
                         let Value::String(s) = item else {
                             return Err(err(
                                 codes::TYPE,
-                                format!("{label} holds {} ({}); expected {want}", type_name(item), shown(item)),
+                                format!(
+                                    "{label} holds {} ({}); expected {want}",
+                                    type_name(item),
+                                    shown(item)
+                                ),
                             ));
                         };
                         out.push(s.trim().to_string());
@@ -361,7 +381,10 @@ fn check(
                 _ => return Err(wrong_type()),
             };
             if n < min || n > max {
-                return Err(err(codes::RANGE, format!("{label} is {n}; expected {want}")));
+                return Err(err(
+                    codes::RANGE,
+                    format!("{label} is {n}; expected {want}"),
+                ));
             }
             Ok(Checked::Int(n))
         }
@@ -460,7 +483,11 @@ pub fn validate(raw: &Value, env: &HashMap<String, String>) -> Validated {
             .map(|v| check(spec, spec.name, v, false, home));
         let from_env = spec
             .env
-            .and_then(|name| env.get(name).filter(|v| !v.trim().is_empty()).map(|v| (name, v)))
+            .and_then(|name| {
+                env.get(name)
+                    .filter(|v| !v.trim().is_empty())
+                    .map(|v| (name, v))
+            })
             .map(|(name, v)| check(spec, name, &Value::String(v.clone()), true, home));
         let mut failed = false;
         let mut chosen = None;

@@ -58,7 +58,10 @@ pub fn read_book(root: &BrokerRoot) -> Result<Vec<BookEntry>> {
             Some(BookEntry {
                 session_id: v.get("session_id")?.as_str()?.to_string(),
                 alias: v.get("alias")?.as_str()?.to_string(),
-                directory: v.get("directory").and_then(Value::as_str).map(str::to_string),
+                directory: v
+                    .get("directory")
+                    .and_then(Value::as_str)
+                    .map(str::to_string),
             })
         })
         .collect())
@@ -130,8 +133,7 @@ pub fn remember(
     store::update_array(&book_path(root), lock_timeout, |records| {
         records.retain(|v| {
             v.get("session_id").and_then(Value::as_str) != Some(session_id)
-                && v
-                    .get("updated_at")
+                && v.get("updated_at")
                     .and_then(Value::as_f64)
                     .is_some_and(|t| now - t < BOOK_TTL_SECS)
         });
@@ -180,7 +182,10 @@ mod tests {
 
     #[test]
     fn a_session_gets_back_its_alias_from_its_dead_record_or_the_book() {
-        let regs = [reg("ses_a", "backend", false), reg("ses_b", "backend-2", false)];
+        let regs = [
+            reg("ses_a", "backend", false),
+            reg("ses_b", "backend-2", false),
+        ];
         // The newest session registering first does not take the base alias.
         assert_eq!(choose("ses_b", "backend", &regs, &[]), "backend-2");
         assert_eq!(choose("ses_a", "backend", &regs, &[]), "backend");
@@ -226,12 +231,11 @@ mod tests {
     }
 
     fn registered(root: &std::path::Path) -> Vec<(String, String)> {
-        let mut v: Vec<_> = crate::registry::parse_all(
-            &store::read_array(&root.join("registry.json")).unwrap(),
-        )
-        .into_iter()
-        .map(|r| (r.session_id, r.alias))
-        .collect();
+        let mut v: Vec<_> =
+            crate::registry::parse_all(&store::read_array(&root.join("registry.json")).unwrap())
+                .into_iter()
+                .map(|r| (r.session_id, r.alias))
+                .collect();
         v.sort();
         v
     }
@@ -250,12 +254,18 @@ mod tests {
         for (first, second) in [("ses_b", "ses_a"), ("ses_a", "ses_b"), ("ses_b", "ses_a")] {
             let (x, y) = (open(root, first), open(root, second));
             for h in [&x, &y] {
-                let want = if h.session_id() == "ses_a" { "backend" } else { "backend-2" };
+                let want = if h.session_id() == "ses_a" {
+                    "backend"
+                } else {
+                    "backend-2"
+                };
                 assert_eq!(h.alias(), want, "{first} first");
             }
             assert_eq!(x.shutdown().unwrap(), ShutdownOutcome::Unregistered);
             assert_eq!(y.shutdown().unwrap(), ShutdownOutcome::Unregistered);
-            assert!(registered(root).iter().all(|(s, _)| s != "ses_a" && s != "ses_b"));
+            assert!(registered(root)
+                .iter()
+                .all(|(s, _)| s != "ses_a" && s != "ses_b"));
         }
         // A new session takes the next free suffix, not a remembered one.
         let c = open(root, "ses_c");
@@ -287,7 +297,10 @@ mod tests {
             .unwrap();
         assert_eq!(a.shutdown().unwrap(), ShutdownOutcome::KeptForPendingSlots);
         assert_eq!(registered(root), vec![("ses_a".into(), "backend".into())]);
-        assert!(a.send("x", "y", &Default::default()).is_err(), "the handle is closed");
+        assert!(
+            a.send("x", "y", &Default::default()).is_err(),
+            "the handle is closed"
+        );
         assert_eq!(a.shutdown().unwrap(), ShutdownOutcome::Nothing);
     }
 }

@@ -16,7 +16,10 @@ fn run(raw: Value) -> Validated {
 }
 
 fn codes_of(v: &Validated) -> Vec<(&'static str, &str)> {
-    v.errors.iter().map(|e| (e.code, e.option.as_str())).collect()
+    v.errors
+        .iter()
+        .map(|e| (e.code, e.option.as_str()))
+        .collect()
 }
 
 #[test]
@@ -46,10 +49,19 @@ fn every_option_accepts_a_good_value() {
     assert_eq!(o.supervisors, vec!["boss", "lead"]);
     assert_eq!(o.inbound.as_deref(), Some("hold"));
     assert_eq!(
-        (o.max_message_bytes, o.held_cap, o.held_ttl_secs, o.rate_burst, o.rate_window_secs),
+        (
+            o.max_message_bytes,
+            o.held_cap,
+            o.held_ttl_secs,
+            o.rate_burst,
+            o.rate_window_secs
+        ),
         (Some(4096), Some(5), Some(60), Some(3), Some(10))
     );
-    assert_eq!((o.fallback_interval_ms, o.retry_base_ms), (Some(1000), Some(100)));
+    assert_eq!(
+        (o.fallback_interval_ms, o.retry_base_ms),
+        (Some(1000), Some(100))
+    );
 }
 
 #[test]
@@ -61,9 +73,22 @@ fn every_option_rejects_the_wrong_type() {
     };
     for spec in SCHEMA {
         let v = run(json!({ spec.name: wrong(spec) }));
-        assert_eq!(codes_of(&v), vec![(codes::TYPE, spec.name)], "{}", spec.name);
-        assert_eq!(v.auto_answers_off, spec.touches_permissions, "{}", spec.name);
-        assert!(v.errors[0].message.contains("expected"), "{}", v.errors[0].message);
+        assert_eq!(
+            codes_of(&v),
+            vec![(codes::TYPE, spec.name)],
+            "{}",
+            spec.name
+        );
+        assert_eq!(
+            v.auto_answers_off, spec.touches_permissions,
+            "{}",
+            spec.name
+        );
+        assert!(
+            v.errors[0].message.contains("expected"),
+            "{}",
+            v.errors[0].message
+        );
     }
 }
 
@@ -75,7 +100,12 @@ fn every_number_rejects_out_of_range_fractions_and_negatives() {
         };
         for bad in [json!(min - 1), json!(max + 1), json!(-5)] {
             let v = run(json!({ spec.name: bad }));
-            assert_eq!(codes_of(&v), vec![(codes::RANGE, spec.name)], "{} {bad}", spec.name);
+            assert_eq!(
+                codes_of(&v),
+                vec![(codes::RANGE, spec.name)],
+                "{} {bad}",
+                spec.name
+            );
             assert!(v.errors[0].message.contains(spec.unit));
         }
         let v = run(json!({ spec.name: 1.5 }));
@@ -108,10 +138,15 @@ fn a_wrong_inbound_holds_instead_of_accepting() {
 
 #[test]
 fn aliases_paths_and_supervisors_are_checked() {
-    let v = run(json!({"alias": "bad alias", "brokerRoot": "rel/dir", "supervisors": ["ok", "c2c"]}));
+    let v =
+        run(json!({"alias": "bad alias", "brokerRoot": "rel/dir", "supervisors": ["ok", "c2c"]}));
     assert_eq!(
         codes_of(&v),
-        vec![(codes::VALUE, "alias"), (codes::VALUE, "brokerRoot"), (codes::VALUE, "supervisors")]
+        vec![
+            (codes::VALUE, "alias"),
+            (codes::VALUE, "brokerRoot"),
+            (codes::VALUE, "supervisors")
+        ]
     );
     assert!(v.auto_answers_off, "supervisors touch permissions");
     assert_eq!(v.options, PluginOptions::default());
@@ -127,7 +162,9 @@ fn unknown_keys_suggest_the_nearest_option_and_turn_answers_off() {
     let v = run(json!({"peerPermission": "deny"}));
     assert_eq!(codes_of(&v), vec![(codes::UNKNOWN, "peerPermission")]);
     assert_eq!(v.errors[0].suggestion.as_deref(), Some("peerPermissions"));
-    assert!(v.errors[0].message.contains("did you mean \"peerPermissions\""));
+    assert!(v.errors[0]
+        .message
+        .contains("did you mean \"peerPermissions\""));
     assert!(v.auto_answers_off);
     for (typo, meant) in [
         ("maxMessageByte", "maxMessageBytes"),
@@ -140,7 +177,10 @@ fn unknown_keys_suggest_the_nearest_option_and_turn_answers_off() {
     }
     let v = run(json!({"colour": "blue"}));
     assert_eq!(v.errors[0].suggestion, None);
-    assert!(v.errors[0].message.contains("peerPermissions"), "lists the options");
+    assert!(
+        v.errors[0].message.contains("peerPermissions"),
+        "lists the options"
+    );
     assert!(v.auto_answers_off);
 }
 
@@ -160,23 +200,42 @@ fn environment_overrides_win_and_are_validated_the_same_way() {
         ("C2C_BRIDGE_PEER_PERMISSIONS", "deny"),
         ("C2C_BRIDGE_INBOUND", " "),
     ]);
-    let v = validate(&json!({"alias": "opt", "maxMessageBytes": 100, "inbound": "auto"}), &e);
+    let v = validate(
+        &json!({"alias": "opt", "maxMessageBytes": 100, "inbound": "auto"}),
+        &e,
+    );
     assert!(v.errors.is_empty(), "{:?}", v.errors);
     assert_eq!(v.options.alias.as_deref(), Some("from-env"));
     assert_eq!(v.options.max_message_bytes, Some(2048));
     assert_eq!(v.options.supervisors, vec!["a", "b"]);
     assert_eq!(v.options.peer_permissions.as_deref(), Some("deny"));
-    assert_eq!(v.options.inbound.as_deref(), Some("auto"), "a blank variable is unset");
-    assert_eq!(v.from_env, vec!["alias", "peerPermissions", "supervisors", "maxMessageBytes"]);
+    assert_eq!(
+        v.options.inbound.as_deref(),
+        Some("auto"),
+        "a blank variable is unset"
+    );
+    assert_eq!(
+        v.from_env,
+        vec!["alias", "peerPermissions", "supervisors", "maxMessageBytes"]
+    );
 
     let v = validate(&json!({}), &env(&[("C2C_BRIDGE_MAX_MESSAGE_BYTES", "16k")]));
-    assert_eq!(codes_of(&v), vec![(codes::TYPE, "C2C_BRIDGE_MAX_MESSAGE_BYTES")]);
+    assert_eq!(
+        codes_of(&v),
+        vec![(codes::TYPE, "C2C_BRIDGE_MAX_MESSAGE_BYTES")]
+    );
     assert_eq!(v.options.max_message_bytes, None, "never 16384");
     let v = validate(&json!({}), &env(&[("C2C_BRIDGE_PEER_PERMISSIONS", "alow")]));
-    assert_eq!(codes_of(&v), vec![(codes::VALUE, "C2C_BRIDGE_PEER_PERMISSIONS")]);
+    assert_eq!(
+        codes_of(&v),
+        vec![(codes::VALUE, "C2C_BRIDGE_PEER_PERMISSIONS")]
+    );
     assert!(v.auto_answers_off);
     // A bad option is reported even when the environment overrides it.
-    let v = validate(&json!({"peerPermissions": false}), &env(&[("C2C_BRIDGE_PEER_PERMISSIONS", "ask")]));
+    let v = validate(
+        &json!({"peerPermissions": false}),
+        &env(&[("C2C_BRIDGE_PEER_PERMISSIONS", "ask")]),
+    );
     assert_eq!(codes_of(&v), vec![(codes::TYPE, "peerPermissions")]);
     assert!(v.auto_answers_off);
     assert_eq!(v.options.peer_permissions.as_deref(), Some("ask"));

@@ -78,8 +78,14 @@ fn small(n: Option<u64>) -> Option<u32> {
 /// Validate the plugin options object (`null`/`undefined` count as `{}`) and the environment
 /// overrides in `env` (pass `process.env`; default: the process environment). Never throws
 /// for bad options: every mistake is an entry of `errors` (issue 18).
-#[napi(catch_unwind, ts_args_type = "raw: unknown, env?: Record<string, string> | null")]
-pub fn validate_options(raw: Option<Value>, env: Option<HashMap<String, String>>) -> ValidatedOptions {
+#[napi(
+    catch_unwind,
+    ts_args_type = "raw: unknown, env?: Record<string, string> | null"
+)]
+pub fn validate_options(
+    raw: Option<Value>,
+    env: Option<HashMap<String, String>>,
+) -> ValidatedOptions {
     let env = env.unwrap_or_else(|| std::env::vars().collect());
     let v = config::validate(&raw.unwrap_or(Value::Null), &env);
     let o = v.options;

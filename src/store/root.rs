@@ -122,7 +122,9 @@ pub fn repo_fingerprint_basis(dir: &Path) -> (String, String) {
 pub fn describe_source(source: RootSource, dir: &Path) -> String {
     match source {
         RootSource::Explicit => "set explicitly (the brokerRoot option or --root)".to_string(),
-        RootSource::EnvBrokerRoot => "set by the environment variable C2C_MCP_BROKER_ROOT".to_string(),
+        RootSource::EnvBrokerRoot => {
+            "set by the environment variable C2C_MCP_BROKER_ROOT".to_string()
+        }
         RootSource::C2cStateHome | RootSource::XdgStateHome | RootSource::Home => {
             let (fp, basis) = repo_fingerprint_basis(dir);
             format!(

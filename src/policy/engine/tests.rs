@@ -227,7 +227,13 @@ fn answers_off_leaves_every_request_to_the_prompt() {
             f.gate.turn_answers_off();
             assert!(f.gate.answers_off());
             turn(&mut f.gate, "ses_1", peer, "touch x");
-            let d = decide(&mut f.gate, PermissionEventKind::Asked, "per_1", "ses_1", "touch x");
+            let d = decide(
+                &mut f.gate,
+                PermissionEventKind::Asked,
+                "per_1",
+                "ses_1",
+                "touch x",
+            );
             assert_eq!(d.action, Action::Leave, "{mode} peer={peer}");
             let want = match (peer, mode) {
                 (false, _) => "local-turn",
