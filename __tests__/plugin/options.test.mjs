@@ -71,6 +71,17 @@ describe('configuration errors', () => {
     await hooks.dispose();
   });
 
+  test.each([[false, 'E_OPTION_TYPE'], ['alow', 'E_OPTION_VALUE']])('peerPermissions: %j turns auto-answers off (%s)', async (value, code) => {
+    const { hooks, logs, toasts } = await start({ peerPermissions: value });
+    const lines = configLines(logs);
+    expect(lines).toHaveLength(1);
+    expect(lines[0].message).toContain(`${code} peerPermissions is`);
+    expect(lines[0].message).toContain('auto-answers are OFF');
+    expect(toasts).toHaveLength(1);
+    expect(await peersText(hooks, 'ses_unregistered')).toContain('peerPermissions: off — auto-answers are OFF');
+    await hooks.dispose();
+  });
+
   test('a wrong type in a limit is reported but leaves auto-answers on', async () => {
     const { hooks, logs, toasts } = await start({ maxMessageBytes: '16k' });
     const lines = configLines(logs);
