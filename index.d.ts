@@ -217,6 +217,20 @@ export declare class Broker {
    * later calls fail with `E_CLOSED`. Errors: store codes while unregistering.
    */
   close(): void
+  /**
+   * The plugin's shutdown (instance disposed): stop the watcher and unregister, unless
+   * this session has active pending-reply slots (then the registration is kept so c2c's
+   * M4 guard keeps protecting its alias). Returns `unregistered`, `kept-for-pending-slots`
+   * or `nothing` (attached or already closed). The alias stays in the root's alias book,
+   * so the session gets it back when it registers again. Idempotent; the handle is closed
+   * afterwards. Errors: store codes while unregistering.
+   */
+  shutdown(): 'unregistered' | 'kept-for-pending-slots' | 'nothing'
+  /**
+   * `close()` for a deleted session: also drop it from the root's alias book, so its
+   * alias may go to a new session. Errors: as `close`.
+   */
+  closeAndForgetAlias(): void
 }
 export type JsBroker = Broker
 
@@ -240,9 +254,14 @@ export declare class PermissionGate {
   get mode(): 'allow' | 'ask' | 'deny'
   /** Where the mode came from: `default`, `option` or `env`. */
   get modeSource(): string
+  /** Whether auto-answers are off (`autoAnswersOff`): no request is answered. */
+  get answersOff(): boolean
   /** The `broker.log` receiving decision lines, or null. */
   get auditPath(): string | null
-  /** Why there is no audit log, or null. */
+  /**
+   * Why there is no audit log, or null. While set, `decide` tries the root again at most
+   * every second, so a root made insecure and then fixed is picked up without a restart.
+   */
   get auditError(): string | null
   /** Feed one OpenCode event `{type, properties}` (every event; unknown ones are ignored). */
   observe(event: { type: string; properties?: unknown }): void
@@ -268,6 +287,19 @@ export interface AckReport {
   acked: Array<string>
   /** Ids that were not in the inbox (already acknowledged, or never there). */
   missing: Array<string>
+}
+
+/**
+ * One entry of the root's alias book (`c2c-bridge-aliases.json`): a session that registered
+ * through the plugin, with the alias it keeps across restarts.
+ */
+export interface AliasBookEntry {
+  /** The session id. */
+  sessionId: string
+  /** Its alias. */
+  alias: string
+  /** The canonical project directory it registered from, if recorded. */
+  directory?: string
 }
 
 /** A verdict as read by `readApprovalVerdict`. */
@@ -411,6 +443,11 @@ export interface GateOptions {
   brokerRoot?: string
   /** When the plugin instance started, epoch milliseconds. Default: now. */
   startedAtMs?: number
+  /**
+   * Answer no permission request (every decision that would reply becomes `leave` with
+   * reason `config-error`): pass `validateOptions(...).autoAnswersOff`. Default false.
+   */
+  autoAnswersOff?: boolean
 }
 
 /** Result of `gateInbox`. */
@@ -501,6 +538,13 @@ export interface InboxSummary {
 export declare function inspectInbox(root: string, sessionId: string): InboxSummary
 
 /**
+ * The alias book of `root` (empty when absent): the plugin restores the registrations of
+ * its directory's sessions from it after a restart. Errors: `E_ROOT_INSECURE`,
+ * `E_STORE_CORRUPT`, `E_IO`.
+ */
+export declare function listAliasBook(root: string): Array<AliasBookEntry>
+
+/**
  * Every registration of `root` with liveness (`isSelf` is always false here).
  * Errors: `E_ROOT_INSECURE`, `E_STORE_CORRUPT`, `E_IO`.
  */
@@ -584,6 +628,21 @@ export interface OpenOptions {
   pendingGlobalCap?: number
 }
 
+/** One configuration mistake. */
+export interface OptionError {
+  /** `E_UNKNOWN_OPTION`, `E_OPTION_TYPE`, `E_OPTION_RANGE` or `E_OPTION_VALUE`. */
+  code: string
+  /**
+   * The key as written, or the environment variable's name (`(options)` when the whole
+   * options value is not an object).
+   */
+  option: string
+  /** What is wrong and what is expected, one sentence. */
+  message: string
+  /** For an unknown key, the option probably meant (edit distance). */
+  suggestion?: string
+}
+
 /**
  * Recognise a body that is exactly `permission:<id>:approve-once|approve-always|reject`
  * (trimmed); `null` otherwise. Recognition only: nothing turns it into a permission reply.
@@ -652,7 +711,7 @@ export interface PermissionDecision {
   action: 'once' | 'reject' | 'leave' | 'need-message' | 'need-session' | 'duplicate'
   /**
    * Why (`local-turn`, `peer-turn/allow`, `peer-turn/ask`, `peer-turn/deny`,
-   * `peer-turn/allow/guardrail`, `peer-turn/allow/tool-args-unavailable`, `already-decided`,
+   * `peer-turn/allow/guardrail`, `peer-turn/allow/tool-args-unavailable`, `config-error` (auto-answers off), `already-decided`,
    * `malformed-request`), or what is missing for `need-*`.
    */
   reason: string
@@ -727,10 +786,12 @@ export interface RemovedRegistration {
 
 /**
  * Resolve the broker root as c2c does, without creating it. `root` overrides; `directory`
- * (default: the current directory) gives the repository fingerprint.
+ * (default: the current directory) gives the repository fingerprint; `env` (default: the
+ * process environment) supplies `C2C_MCP_BROKER_ROOT`, `C2C_STATE_HOME`, `XDG_STATE_HOME`
+ * and `HOME` (pass `process.env` under Bun).
  * Errors: `E_INVALID_OPTION` when nothing names a location.
  */
-export declare function resolveRoot(root?: string | undefined | null, directory?: string | undefined | null): RootLocation
+export declare function resolveRoot(root?: string | undefined | null, directory?: string | undefined | null, env?: Record<string, string> | undefined | null): RootLocation
 
 /** A room as listed by `listRooms`. */
 export interface Room {
@@ -768,6 +829,11 @@ export interface RootLocation {
   source: string
   /** Whether the directory exists. */
   exists: boolean
+  /**
+   * Why this root, in one sentence: explicit, `C2C_MCP_BROKER_ROOT`, or c2c's
+   * per-repository default with the fingerprint and what it was computed from.
+   */
+  reason: string
 }
 
 /** Options of `send`, `sendAll` and `sendRoom`. */
@@ -807,6 +873,63 @@ export interface SweepResult {
   removed: Array<RemovedRegistration>
   /** Messages moved to `dead-letter.jsonl` (none is dropped). */
   deadLettered: number
+}
+
+/** The answer of `validateOptions`. */
+export interface ValidatedOptions {
+  /** The usable values. */
+  options: ValidOptions
+  /** Every mistake (empty when the configuration is fine). */
+  errors: Array<OptionError>
+  /**
+   * True when a mistake touches permissions (`peerPermissions`, `supervisors`) or cannot be
+   * attributed (an unknown key): the plugin must then answer no permission request
+   * (`new PermissionGate({autoAnswersOff: true})`) until the configuration is fixed.
+   */
+  autoAnswersOff: boolean
+  /**
+   * The options whose value came from their environment variable (e.g. `brokerRoot` from
+   * `C2C_MCP_BROKER_ROOT`).
+   */
+  fromEnv: Array<string>
+}
+
+/**
+ * Validate the plugin options object (`null`/`undefined` count as `{}`) and the environment
+ * overrides in `env` (pass `process.env`; default: the process environment). Never throws
+ * for bad options: every mistake is an entry of `errors` (issue 18).
+ */
+export declare function validateOptions(raw: unknown, env?: Record<string, string> | null): ValidatedOptions
+
+/**
+ * The options after validation: only values that passed, environment overrides applied.
+ * Numbers are whole numbers in the unit their name says.
+ */
+export interface ValidOptions {
+  /** `alias` / `C2C_BRIDGE_ALIAS`. */
+  alias?: string
+  /** `brokerRoot` / `C2C_MCP_BROKER_ROOT` (absolute, `~/` expanded). */
+  brokerRoot?: string
+  /** `peerPermissions` / `C2C_BRIDGE_PEER_PERMISSIONS`: `allow`, `ask` or `deny`. */
+  peerPermissions?: string
+  /** `supervisors` / `C2C_SUPERVISORS` (comma list): aliases. */
+  supervisors: Array<string>
+  /** `inbound` / `C2C_BRIDGE_INBOUND`; `hold` when the value given was wrong. */
+  inbound?: string
+  /** `maxMessageBytes` / `C2C_BRIDGE_MAX_MESSAGE_BYTES`, bytes (1–1048576). */
+  maxMessageBytes?: number
+  /** `heldCap`, messages (1–10000). */
+  heldCap?: number
+  /** `heldTtlSecs`, seconds (1–86400). */
+  heldTtlSecs?: number
+  /** `rateBurst`, messages (1–10000). */
+  rateBurst?: number
+  /** `rateWindowSecs`, seconds (1–86400). */
+  rateWindowSecs?: number
+  /** `fallbackIntervalMs`, milliseconds (100–600000). */
+  fallbackIntervalMs?: number
+  /** `retryBaseMs`, milliseconds (10–60000). */
+  retryBaseMs?: number
 }
 
 /** The answer of `outgoingVia`. */

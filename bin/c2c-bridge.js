@@ -66,7 +66,8 @@ Options:
 
 Exit codes:
   0  success
-  1  the operation failed (the error code, e.g. E_UNKNOWN_RECIPIENT, is printed)
+  1  the operation failed (the error code, e.g. E_UNKNOWN_RECIPIENT, is printed;
+     E_NO_ROOT: --root names a directory that does not exist)
   2  usage error (unknown command or option, missing argument, no session given,
      E_INVALID_ARG for a held number that is not "all" or 1, 2, …)
   approval-reply, authorize:
@@ -207,10 +208,24 @@ function loadAddon() {
   }
 }
 
-/** The broker root location (not created). */
+/**
+ * The broker root location (not created). A `--root` naming a directory that does not
+ * exist is an error (E_NO_ROOT, exit 1): a typo must not read as "no registrations".
+ */
 function locateRoot(addon, values) {
-  return addon.resolveRoot(values.root ?? null, null);
+  const loc = addon.resolveRoot(values.root ?? null, null);
+  if (values.root !== undefined && !loc.exists) {
+    throw new CliError('E_NO_ROOT', `--root ${values.root}: no such directory (${loc.path}); nothing was created`, EXIT_FAILED);
+  }
+  return loc;
 }
+
+/** What the reader can do about an error the addon raised, in CLI words. */
+const HINTS = {
+  E_UNKNOWN_RECIPIENT: 'list the aliases with `c2c-bridge peers`',
+  E_RECIPIENT_DEAD: 'see who is alive with `c2c-bridge peers`',
+  E_NOT_REGISTERED: 'list the registered sessions with `c2c-bridge peers`',
+};
 
 /** The session id to act as, or a usage error saying how to give one. */
 function sessionIdOf(values) {
@@ -226,7 +241,7 @@ function attach(addon, values) {
   const sessionId = sessionIdOf(values);
   const loc = locateRoot(addon, values);
   if (!loc.exists) {
-    throw new CliError('E_NOT_REGISTERED', `no broker root at ${loc.path}; session ${sessionId} is not registered`, EXIT_FAILED);
+    throw new CliError('E_NOT_REGISTERED', `no broker root at ${loc.path} (${loc.reason}); session ${sessionId} is not registered`, EXIT_FAILED);
   }
   const broker = addon.Broker.open({ sessionId, root: loc.path, attach: true });
   if (values.alias !== undefined && broker.alias.toLowerCase() !== values.alias.toLowerCase()) {
@@ -270,7 +285,9 @@ function cmdPeers(addon, values) {
   const version = ownVersion();
   const peers = (loc.exists ? addon.listRegistrations(loc.path) : []).map((p) => ({ ...p, stale: isStale(p, version) }));
   const text = peers.length === 0
-    ? [`no registrations in ${safe(loc.path)}`]
+    ? [loc.exists
+      ? `no registrations in ${safe(loc.path)} (${safe(loc.reason)})`
+      : `no registrations: the broker root ${safe(loc.path)} does not exist yet (${safe(loc.reason)})`]
     : peers.map((p) => {
       const stale = p.stale ? `  STALE (plugin ${safe(p.pluginVersion)}, this is ${version})` : '';
       return `${p.alive ? 'alive' : 'dead '}  ${safe(p.alias)}  ${safe(p.sessionId)}  pid=${p.pid ?? '-'}  client=${safe(p.clientType ?? '-')}  plugin=${safe(p.pluginVersion ?? '-')}  registered=${fmtTs(p.registeredAt)}${stale}`;
@@ -455,7 +472,7 @@ function inboxCount(file) {
 function cmdDoctor(addon, values) {
   const loc = locateRoot(addon, values);
   const report = {
-    root: { path: loc.path, source: loc.source, exists: loc.exists },
+    root: { path: loc.path, source: loc.source, exists: loc.exists, reason: loc.reason },
     permissions: null,
     lock: null,
     registrations: [],
@@ -463,7 +480,10 @@ function cmdDoctor(addon, values) {
     deadLetter: { present: false, lines: 0 },
     problems: [],
   };
-  const text = [`root: ${safe(loc.path)} (from ${loc.source})${loc.exists ? '' : ' — does not exist yet'}`];
+  const text = [
+    `root: ${safe(loc.path)} (from ${loc.source})${loc.exists ? '' : ' — does not exist yet'}`,
+    `  why: ${safe(loc.reason)}`,
+  ];
   if (!loc.exists) {
     text.push('nothing to check: no session has registered in this root');
     return { json: report, text, exit: EXIT_OK };
@@ -655,7 +675,9 @@ async function main(argv) {
     return result.exit ?? EXIT_OK;
   } catch (e) {
     if (e instanceof CliError) return fail(e.code, e.message, e.exit);
-    if (e && typeof e.code === 'string' && e.code.startsWith('E_')) return fail(e.code, e.message, EXIT_FAILED);
+    if (e && typeof e.code === 'string' && e.code.startsWith('E_')) {
+      return fail(e.code, HINTS[e.code] ? `${e.message}; ${HINTS[e.code]}` : e.message, EXIT_FAILED);
+    }
     return fail('E_INTERNAL', e && e.stack ? e.stack : String(e), EXIT_FAILED);
   }
 }

@@ -178,19 +178,24 @@ pub enum Error {
         /// The alive previous owner.
         owner_session_id: String,
     },
-    /// This handle is no longer registered.
-    #[error("session {session_id} is not registered in the broker root (closed, swept, or replaced); open a new handle")]
+    /// This handle is no longer registered. The text names no API: the plugin and the CLI
+    /// add what their reader can do (`peer_list`, `c2c-bridge peers`).
+    #[error("session {session_id} is not registered in the broker root {} (closed, swept, or replaced)", root.display())]
     NotRegistered {
         /// This handle's session id.
         session_id: String,
+        /// The broker root searched.
+        root: PathBuf,
     },
     /// Nobody has that alias.
     #[error(
-        "unknown recipient {alias:?}: no session with that alias is registered (see listPeers)"
+        "unknown recipient {alias:?}: no session with that alias is registered in the broker root {}", root.display()
     )]
     UnknownRecipient {
         /// The alias asked for.
         alias: String,
+        /// The broker root searched.
+        root: PathBuf,
     },
     /// All owners of the alias are dead.
     #[error("recipient is not alive: {alias:?} is registered but its process has exited")]

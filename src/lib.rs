@@ -14,6 +14,7 @@
 //! - [`verdict`]: the host-local approval verdict files (`approval-verdict/<token>.json`).
 //! - [`watch`]: the inbox watcher (notify/inotify).
 //! - [`broker`]: the identity-bound handle every caller goes through.
+//! - [`config`]: the plugin options schema and its validation (fail safe).
 //! - [`envelope`]: framing of peer text for the model; permission-reply recognition.
 //! - [`provenance`]: the turn index and `parentID` walk (was this turn peer-triggered?).
 //! - [`policy`]: pure decisions: `peerPermissions`, inbound gating, hop limit, rate limit,
@@ -38,6 +39,7 @@
 //!   passed through.
 
 pub mod broker;
+pub mod config;
 pub mod envelope;
 pub mod error;
 pub mod framing;

@@ -104,14 +104,26 @@ describe('peers', () => {
     expect(peers.find((p) => p.alias === 'alice').sessionId).toBe(a.sessionId);
   });
 
-  test('honours C2C_MCP_BROKER_ROOT; a missing root is an empty list and is not created', () => {
+  test('honours C2C_MCP_BROKER_ROOT; a missing root from the environment is an empty list naming it, not created', () => {
     const { root } = setup();
     const r = cli(['--json', 'peers'], { C2C_MCP_BROKER_ROOT: root });
     expect(json(r).map((p) => p.alias).sort()).toEqual(['alice', 'bob']);
     const missing = path.join(fx.root(), 'absent');
-    const m = cli(['--root', missing, '--json', 'peers']);
+    const m = cli(['peers'], { C2C_MCP_BROKER_ROOT: missing });
     expect(m.code).toBe(0);
-    expect(json(m)).toEqual([]);
+    expect(m.stdout).toContain(`the broker root ${missing} does not exist yet`);
+    expect(m.stdout).toContain('C2C_MCP_BROKER_ROOT');
+    expect(fs.existsSync(missing)).toBe(false);
+  });
+
+  // Issue 18: a --root typo must not read as "no registrations" with exit 0.
+  test.each(['peers', 'doctor', 'log', 'rooms', 'sweep'])('--root naming a missing directory: %s says so, exits 1, creates nothing', (command) => {
+    const missing = path.join(fx.root(), 'typo');
+    const t = cli(['--root', missing, command]);
+    expect(t.code).toBe(1);
+    expect(t.stderr).toContain(`E_NO_ROOT: --root ${missing}: no such directory`);
+    const j = cli(['--root', missing, '--json', command]);
+    expect([j.code, json(j).error.code]).toEqual([1, 'E_NO_ROOT']);
     expect(fs.existsSync(missing)).toBe(false);
   });
 
@@ -164,6 +176,21 @@ describe('send', () => {
     const ok = cli(['--root', root, '--session-id', a.sessionId, '--alias', 'ALICE', 'send', 'bob', 'fine']);
     expect(ok.code).toBe(0);
     expect(b.peek().map((m) => m.content)).toEqual(['fine']);
+  });
+
+  // Issue 18: errors speak the CLI's language and name the root searched.
+  test('an unknown recipient names the root and points at `c2c-bridge peers`, not a JS API', () => {
+    const { root, a } = setup();
+    const r = cli(['--root', root, '--session-id', a.sessionId, 'send', 'nobody', 'x']);
+    expect(r.code).toBe(1);
+    expect(r.stderr).toContain(`in the broker root ${fs.realpathSync(root)}`);
+    expect(r.stderr).toContain('`c2c-bridge peers`');
+    expect(r.stderr).not.toMatch(/listPeers|new handle/);
+    const u = cli(['--root', root, '--session-id', sid('unregistered'), 'inbox']);
+    expect(u.code).toBe(1);
+    expect(u.stderr).toContain('E_NOT_REGISTERED');
+    expect(u.stderr).toContain('`c2c-bridge peers`');
+    expect(u.stderr).not.toMatch(/listPeers|new handle/);
   });
 
   test('operation failures exit 1 with the error code (text and --json)', async () => {
@@ -296,7 +323,7 @@ describe('doctor', () => {
     const j = cli(['--root', root, '--json', 'doctor']);
     expect(j.code).toBe(0);
     const rep = json(j);
-    expect(rep.root).toEqual({ path: fs.realpathSync(root), source: 'option', exists: true });
+    expect(rep.root).toEqual({ path: fs.realpathSync(root), source: 'option', exists: true, reason: 'set explicitly (the brokerRoot option or --root)' });
     expect(rep.permissions).toMatchObject({ mode: '0700', uid: process.getuid(), ownedByCurrentUser: true, ok: true });
     expect(rep.lock).toEqual({ file: 'registry.json.lock', free: true });
     expect(rep.registrations.map((r) => [r.alias, r.alive]).sort()).toEqual([['alice', true], ['bob', true], ['ghost', false]]);
@@ -384,12 +411,21 @@ describe('doctor', () => {
     expect(json(j).lock).toEqual({ file: 'registry.json.lock', free: false });
   });
 
-  test('a root that does not exist is reported, not created (exit 0)', () => {
+  test('a default root that does not exist is reported with why, not created (exit 0)', () => {
     const missing = path.join(fx.root(), 'nope');
-    const j = cli(['--root', missing, '--json', 'doctor']);
+    const j = cli(['--json', 'doctor'], { C2C_MCP_BROKER_ROOT: missing });
     expect(j.code).toBe(0);
-    expect(json(j).root).toMatchObject({ exists: false, source: 'option' });
+    expect(json(j).root).toMatchObject({ exists: false, source: 'C2C_MCP_BROKER_ROOT' });
+    expect(json(j).root.reason).toContain('C2C_MCP_BROKER_ROOT');
     expect(fs.existsSync(missing)).toBe(false);
+  });
+
+  test("without --root or C2C_MCP_BROKER_ROOT, doctor names c2c's per-repository default and its fingerprint", () => {
+    const home = fx.root();
+    const t = cli(['doctor'], { HOME: home, XDG_STATE_HOME: '', C2C_STATE_HOME: '' });
+    expect(t.code).toBe(0);
+    expect(t.stdout).toMatch(/why: c2c's per-repository default under HOME: fingerprint [0-9a-f]{12} of (remote\.origin\.url|repository top level) /);
+    expect(t.stdout).toContain('brokerRoot');
   });
 });
 

@@ -255,7 +255,7 @@ describe('locks', () => {
 describe('root resolution', () => {
   test('resolveRoot honours an explicit root and does not create a missing one', () => {
     const root = fx.root();
-    expect(addon.resolveRoot(root)).toEqual({ path: fs.realpathSync(root), source: 'option', exists: true });
+    expect(addon.resolveRoot(root)).toEqual({ path: fs.realpathSync(root), source: 'option', exists: true, reason: 'set explicitly (the brokerRoot option or --root)' });
     const missing = path.join(os.tmpdir(), `c2c-bridge-absent-${process.pid}`);
     expect(addon.resolveRoot(missing)).toMatchObject({ source: 'option', exists: false });
     expect(fs.existsSync(missing)).toBe(false);
@@ -270,7 +270,7 @@ describe('root resolution', () => {
     const r = spawnSync(RUNTIME, ['-e', script], { env: { ...process.env, C2C_MCP_BROKER_ROOT: root }, encoding: 'utf8' });
     expect(r.status, r.stderr).toBe(0);
     const out = JSON.parse(r.stdout);
-    expect(out.loc).toEqual({ path: fs.realpathSync(root), source: 'C2C_MCP_BROKER_ROOT', exists: true });
+    expect(out.loc).toEqual({ path: fs.realpathSync(root), source: 'C2C_MCP_BROKER_ROOT', exists: true, reason: 'set by the environment variable C2C_MCP_BROKER_ROOT' });
     expect(out.root).toBe(fs.realpathSync(root));
     expect(out.source).toBe('C2C_MCP_BROKER_ROOT');
   });

@@ -20,6 +20,7 @@ function copyPackageWithoutAddon(dest) {
   fs.mkdirSync(dest, { recursive: true });
   for (const f of ['package.json', 'index.js', 'index.d.ts']) fs.copyFileSync(path.join(REPO_ROOT, f), path.join(dest, f));
   fs.cpSync(path.join(REPO_ROOT, 'plugin', 'dist'), path.join(dest, 'plugin', 'dist'), { recursive: true });
+  fs.copyFileSync(path.join(REPO_ROOT, 'plugin', 'server.mjs'), path.join(dest, 'plugin', 'server.mjs'));
   expect(fs.readdirSync(dest).filter((f) => f.endsWith('.node'))).toEqual([]);
 }
 

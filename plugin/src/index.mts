@@ -15,7 +15,7 @@ import type { HostEvent, HostSession, PluginHooks, PluginInput } from "./host.mj
 import { makeInject } from "./inject.mjs";
 import { createLogger, safe } from "./log.mjs";
 import { describeModes, type Modes } from "./modes.mjs";
-import { readOptions } from "./options.mjs";
+import { plainEnv, readOptions, reportOptionErrors } from "./options.mjs";
 import { PermissionHandler, permissionKind, type Gate } from "./permissions/handler.mjs";
 import { makeReply } from "./permissions/reply.mjs";
 import { Sessions } from "./sessions.mjs";
@@ -45,13 +45,14 @@ async function server(input: PluginInput, rawOptions?: Record<string, unknown>):
   if (!loaded.ok) {
     logger.log(
       "error",
-      `disabled: the native addon could not be loaded (${loaded.error}). Reinstall c2c-bridge for this platform; OpenCode continues without it.`,
+      `disabled: the native addon could not be loaded (${loaded.error}). In a clone, run \`npm run build\`; else reinstall c2c-bridge for this platform. OpenCode continues without it.`,
     );
     return {};
   }
   const addon = loaded.addon;
   const client = input.client;
-  const options = readOptions(rawOptions, process.env);
+  const { options, report } = readOptions(addon, rawOptions, process.env);
+  const env = plainEnv(process.env);
   const version = packageVersion();
   const startedAtMs = Date.now();
 
@@ -112,23 +113,35 @@ async function server(input: PluginInput, rawOptions?: Record<string, unknown>):
     options,
   );
   setTimeout(() => {
+    // Once per instance, after this function returned (the toast calls the server's API).
+    reportOptionErrors(report, logger, client);
     delivery.current?.start();
     void restoreRegistrations().catch((err) => logger.log("warn", `restoring registrations: ${String(err)}`));
   }, 0);
 
   /**
    * After an OpenCode restart, sessions of this directory that were registered by the previous
-   * process (now dead) get their registration back at once, so mail to them is not refused
-   * as "recipient is not alive" until someone happens to use them.
+   * process (now dead, or unregistered at its shutdown and remembered in the root's alias
+   * book) get their registration back at once, with their alias, so mail to them is not
+   * refused until someone happens to use them.
    */
   async function restoreRegistrations(): Promise<void> {
-    const loc = addon.resolveRoot(options.brokerRoot ?? null, input.directory);
+    const loc = addon.resolveRoot(options.brokerRoot ?? null, input.directory, env);
     if (!loc.exists) return;
     const ours = addon.canonicalDirectory(input.directory);
+    if (!ours) return;
+    const ids = new Set<string>();
+    const live = new Set<string>();
     for (const reg of addon.listRegistrations(loc.path)) {
-      if (reg.alive || reg.clientType !== "opencode" || !ours || reg.directory !== ours) continue;
-      if (sessions.get(reg.sessionId)) continue;
-      const res = await client.session.get({ path: { id: reg.sessionId } }).catch(() => undefined);
+      if (reg.alive) live.add(reg.sessionId);
+      else if (reg.clientType === "opencode" && reg.directory === ours) ids.add(reg.sessionId);
+    }
+    for (const entry of addon.listAliasBook(loc.path)) {
+      if (entry.directory === ours && !live.has(entry.sessionId)) ids.add(entry.sessionId);
+    }
+    for (const id of ids) {
+      if (sessions.get(id)) continue;
+      const res = await client.session.get({ path: { id } }).catch(() => undefined);
       if (res?.data?.id && !res.data.parentID) sessions.observe(res.data);
     }
   }
@@ -136,8 +149,17 @@ async function server(input: PluginInput, rawOptions?: Record<string, unknown>):
   // The permission gate (Rust) and the handler that carries its decisions out. If the gate
   // cannot be built (e.g. a misspelt peerPermissions), permission handling is off: no request
   // is answered, so OpenCode prompts for every one. Messaging keeps working.
-  const modes: Modes = {};
-  const env = Object.fromEntries(Object.entries(process.env).filter((e): e is [string, string] => typeof e[1] === "string"));
+  const modes: Modes = {
+    autoAnswersOff: report.autoAnswersOff,
+    configErrors: report.errors.map((e) => `${e.code} ${e.message}`),
+  };
+  try {
+    // Which root and why (an option from the environment resolves as the environment).
+    const loc = addon.resolveRoot(report.fromEnv.includes("brokerRoot") ? null : (options.brokerRoot ?? null), input.directory, env);
+    modes.root = { path: loc.path, reason: loc.reason };
+  } catch (err) {
+    modes.root = { path: "(none)", reason: (err as Error).message };
+  }
   const gateOptions = {
     directory: input.directory,
     worktree: input.worktree || input.directory,
@@ -148,7 +170,9 @@ async function server(input: PluginInput, rawOptions?: Record<string, unknown>):
   // The turn index behind provenance and hop chains; the gate itself when it could be built.
   let turns: InstanceType<typeof addon.PermissionGate> | undefined;
   try {
-    gate = new addon.PermissionGate({ ...gateOptions, peerPermissions: options.peerPermissions, env });
+    // With a configuration error that touches permissions (or an unknown key) the gate
+    // answers nothing: every request goes to OpenCode's prompt (reason `config-error`).
+    gate = new addon.PermissionGate({ ...gateOptions, peerPermissions: options.peerPermissions, env, autoAnswersOff: report.autoAnswersOff });
     turns = gate;
     modes.peerPermissions = gate.mode;
     modes.peerPermissionsSource = gate.modeSource;
@@ -263,7 +287,7 @@ async function server(input: PluginInput, rawOptions?: Record<string, unknown>):
     dispose: () =>
       (disposed ??= (async () => {
         delivery.current?.stop();
-        sessions.closeAll();
+        sessions.shutdownAll();
       })()),
   };
 }

@@ -15,16 +15,26 @@ export interface Modes {
   inbound?: string;
   /** Where inbound came from. */
   inboundSource?: string;
+  /** Configuration mistakes, one line each (issue 18). */
+  configErrors?: string[];
+  /** Auto-answers are off because of a configuration mistake. */
+  autoAnswersOff?: boolean;
+  /** The broker root in use and why (`resolveRoot`'s `path` and `reason`). */
+  root?: { path: string; reason: string };
 }
 
 /** One line per mode, for `/peers`. */
 export function describeModes(m: Modes): string {
   const lines = ["c2c-bridge modes:"];
-  if (m.peerPermissions) {
+  if (m.autoAnswersOff) {
+    lines.push("- peerPermissions: off — auto-answers are OFF because of a configuration error: every permission request goes to OpenCode's prompt until it is fixed");
+  } else if (m.peerPermissions) {
     lines.push(`- peerPermissions: ${m.peerPermissions} (${m.peerPermissionsSource ?? "default"})`);
   } else {
     lines.push(`- peerPermissions: off — no permission request is answered (${m.permissionsDisabled ?? "unavailable"})`);
   }
   lines.push(`- inbound: ${m.inbound ?? "unknown (session not registered)"}${m.inboundSource ? ` (${m.inboundSource})` : ""}`);
+  if (m.root) lines.push(`- broker root: ${m.root.path} — ${m.root.reason}`);
+  for (const e of m.configErrors ?? []) lines.push(`- configuration error: ${e}`);
   return lines.join("\n");
 }

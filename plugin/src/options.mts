@@ -1,9 +1,14 @@
 /**
  * Plugin options (`"plugin": [["c2c-bridge", {...}]]`) and their environment overrides.
- * Only names and types are handled here; the meaning of modes is decided in Rust.
+ * Validation is Rust's (`validateOptions`, one schema table in `src/config.rs`); this module
+ * only maps its answer onto the shape the plugin uses and reports the mistakes (issue 18:
+ * a mistake is never silently read as "not set").
  */
+import type { Addon } from "./addon.mjs";
+import type { HostClient } from "./host.mjs";
+import type { Logger } from "./log.mjs";
 
-/** Options after reading the plugin options and the environment. */
+/** Options after validation (only values that passed; environment overrides applied). */
 export interface BridgeOptions {
   /** Alias for this instance's root sessions (later ones get `-2`, `-3`, …). Default: `<dir basename>-<4 hex>`. */
   alias?: string;
@@ -16,7 +21,7 @@ export interface BridgeOptions {
   supervisors: string[];
   /** Maximum message size, bytes of UTF-8. Default 16384. */
   maxMessageBytes?: number;
-  /** Inbound policy `accept`|`auto`|`hold`|`refuse` (validated in Rust; `C2C_BRIDGE_INBOUND` wins there). */
+  /** Inbound policy `accept`|`auto`|`hold`|`refuse` (`hold` when the value given was wrong). */
   inbound?: string;
   /** Held-inbox capacity, messages. Default 100. */
   heldCap?: number;
@@ -26,10 +31,7 @@ export interface BridgeOptions {
   rateBurst?: number;
   /** Seconds over which the rate-limit burst refills. Default 60. */
   rateWindowSecs?: number;
-  /**
-   * `peerPermissions` as written (`allow` | `ask` | `deny`); validated, and overridden by
-   * `C2C_BRIDGE_PEER_PERMISSIONS`, in Rust (`PermissionGate`). Default `allow`.
-   */
+  /** `peerPermissions` (`allow` | `ask` | `deny`), already validated. Default `allow`. */
   peerPermissions?: string;
   /** Fallback delivery check interval, milliseconds (for when `session.idle` never comes). Default 2000. */
   fallbackIntervalMs: number;
@@ -37,38 +39,87 @@ export interface BridgeOptions {
   retryBaseMs: number;
 }
 
-function str(v: unknown): string | undefined {
-  return typeof v === "string" && v.trim() !== "" ? v.trim() : undefined;
+/** One configuration mistake, as Rust reports it. */
+export interface OptionError {
+  /** `E_UNKNOWN_OPTION`, `E_OPTION_TYPE`, `E_OPTION_RANGE` or `E_OPTION_VALUE`. */
+  code: string;
+  /** The key as written, or the environment variable's name. */
+  option: string;
+  /** What is wrong and what is expected. */
+  message: string;
+  /** For an unknown key, the option probably meant. */
+  suggestion?: string;
 }
 
-function list(v: string | undefined): string[] | undefined {
-  if (v === undefined || v.trim() === "") return undefined;
-  return v.split(",").map((x) => x.trim()).filter(Boolean);
+/** What validation found, besides the values. */
+export interface OptionsReport {
+  /** Every mistake (empty when the configuration is fine). */
+  errors: OptionError[];
+  /** No permission request is answered (every one goes to OpenCode's prompt) until fixed. */
+  autoAnswersOff: boolean;
+  /** Options whose value came from their environment variable (e.g. `brokerRoot`). */
+  fromEnv: string[];
 }
 
-function num(v: unknown): number | undefined {
-  const n = typeof v === "string" ? Number(v) : v;
-  return typeof n === "number" && Number.isFinite(n) && n > 0 ? n : undefined;
+/** The process environment as plain strings (under Bun, native code must be handed it). */
+export function plainEnv(env: NodeJS.ProcessEnv): Record<string, string> {
+  return Object.fromEntries(Object.entries(env).filter((e): e is [string, string] => typeof e[1] === "string"));
 }
 
 /**
- * Read options; environment variables win over plugin options:
- * `C2C_BRIDGE_ALIAS`, `C2C_MCP_BROKER_ROOT` (c2c's own), `C2C_BRIDGE_MAX_MESSAGE_BYTES`.
+ * Validate the raw options and the environment (`C2C_BRIDGE_ALIAS`, `C2C_MCP_BROKER_ROOT`,
+ * `C2C_SUPERVISORS`, `C2C_BRIDGE_MAX_MESSAGE_BYTES`, `C2C_BRIDGE_INBOUND`,
+ * `C2C_BRIDGE_PEER_PERMISSIONS`; the environment wins) in Rust.
  */
-export function readOptions(raw: Record<string, unknown> | undefined, env: NodeJS.ProcessEnv): BridgeOptions {
-  const o = raw ?? {};
+export function readOptions(
+  addon: Addon,
+  raw: unknown,
+  env: NodeJS.ProcessEnv,
+): { options: BridgeOptions; report: OptionsReport } {
+  const v = addon.validateOptions(raw ?? null, plainEnv(env));
+  const o = v.options;
   return {
-    alias: str(env.C2C_BRIDGE_ALIAS) ?? str(o.alias),
-    brokerRoot: str(env.C2C_MCP_BROKER_ROOT) ?? str(o.brokerRoot),
-    maxMessageBytes: num(env.C2C_BRIDGE_MAX_MESSAGE_BYTES) ?? num(o.maxMessageBytes),
-    supervisors: list(env.C2C_SUPERVISORS) ?? (Array.isArray(o.supervisors) ? o.supervisors.filter((x): x is string => typeof x === "string" && x.trim() !== "").map((x) => x.trim()) : []),
-    inbound: str(o.inbound),
-    heldCap: num(o.heldCap),
-    heldTtlSecs: num(o.heldTtlSecs),
-    rateBurst: num(o.rateBurst),
-    rateWindowSecs: num(o.rateWindowSecs),
-    peerPermissions: typeof o.peerPermissions === "string" ? o.peerPermissions : undefined,
-    fallbackIntervalMs: num(o.fallbackIntervalMs) ?? 2000,
-    retryBaseMs: num(o.retryBaseMs) ?? 500,
+    options: {
+      alias: o.alias,
+      brokerRoot: o.brokerRoot,
+      supervisors: o.supervisors,
+      maxMessageBytes: o.maxMessageBytes,
+      inbound: o.inbound,
+      heldCap: o.heldCap,
+      heldTtlSecs: o.heldTtlSecs,
+      rateBurst: o.rateBurst,
+      rateWindowSecs: o.rateWindowSecs,
+      peerPermissions: o.peerPermissions,
+      fallbackIntervalMs: o.fallbackIntervalMs ?? 2000,
+      retryBaseMs: o.retryBaseMs ?? 500,
+    },
+    report: { errors: v.errors, autoAnswersOff: v.autoAnswersOff, fromEnv: v.fromEnv },
   };
+}
+
+/** The one-line summary of the mistakes, or undefined when there are none. */
+export function describeOptionErrors(report: OptionsReport): string | undefined {
+  if (report.errors.length === 0) return undefined;
+  const list = report.errors.map((e) => `${e.code} ${e.message}`).join("; ");
+  const effect = report.autoAnswersOff
+    ? "auto-answers are OFF: every permission request goes to OpenCode's prompt until this is fixed"
+    : "the defaults apply to these options until this is fixed";
+  return `configuration error in the c2c-bridge options: ${list} — ${effect}`;
+}
+
+/**
+ * Report the mistakes once per plugin instance: one `error` log line and one toast. Call it
+ * after the plugin function has returned (the toast calls the server's own API).
+ */
+export function reportOptionErrors(report: OptionsReport, logger: Logger, client: HostClient | undefined): void {
+  const text = describeOptionErrors(report);
+  if (!text) return;
+  logger.log("error", text);
+  try {
+    void client?.tui
+      ?.showToast?.({ body: { title: "c2c-bridge configuration", message: text, variant: "error" } })
+      ?.catch?.(() => {});
+  } catch {
+    // a toast must never throw
+  }
 }

@@ -122,7 +122,7 @@ export class Sessions {
     }
   }
 
-  /** `session.deleted`: unregister. */
+  /** `session.deleted`: unregister, and free the alias for new sessions (alias book). */
   forget(sessionId: string): void {
     this.parents.delete(sessionId);
     this.busy.delete(sessionId);
@@ -130,7 +130,7 @@ export class Sessions {
     if (!b) return;
     this.brokers.delete(sessionId);
     try {
-      b.close();
+      b.closeAndForgetAlias();
     } catch (err) {
       this.logger.log("warn", `unregister ${sessionId}: ${(err as Error).message}`);
     }
@@ -150,9 +150,30 @@ export class Sessions {
     return this.busy.get(sessionId);
   }
 
-  /** Close every handle (unregisters). Idempotent. */
-  closeAll(): void {
+  /**
+   * The instance is being disposed: unregister every session of this instance so the
+   * registry does not fill with stale entries (Rust `Broker.shutdown`: a session with open
+   * pending-reply slots keeps its registration, for c2c's M4 guard). Each keeps its alias in
+   * the root's alias book and gets it back when it registers again. No registration happens
+   * afterwards. Idempotent; never throws.
+   */
+  shutdownAll(): void {
     this.closed = true;
-    for (const id of [...this.brokers.keys()]) this.forget(id);
+    for (const [id, b] of [...this.brokers]) {
+      this.brokers.delete(id);
+      try {
+        const outcome = b.shutdown();
+        if (outcome === "kept-for-pending-slots") {
+          this.logger.log("info", `kept the registration of ${id} (${b.alias}) at shutdown: it has open pending-reply slots`);
+        }
+      } catch (err) {
+        this.logger.log("warn", `unregister ${id} at shutdown: ${(err as Error).message}`);
+      }
+    }
+  }
+
+  /** Close every handle at shutdown: {@link Sessions.shutdownAll}. */
+  closeAll(): void {
+    this.shutdownAll();
   }
 }

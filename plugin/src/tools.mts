@@ -1,13 +1,21 @@
 /**
- * Model tools (`peer_list`, `peer_send`) and the `/peers` slash command. Every peer-controlled
+ * Model tools (`peer_list`, `peer_send`, `peer_status`). Every peer-controlled
  * string reaches the model only through the Rust framing functions.
  */
 import type { Sessions } from "./sessions.mjs";
 import type { ToolContext, ToolDef } from "./host.mjs";
 
+/** What the model can do about an error, in its own words (its tools, not JS API names). */
+const HINTS: Record<string, string> = {
+  E_UNKNOWN_RECIPIENT: "Call peer_list to see the aliases you can message.",
+  E_RECIPIENT_DEAD: "Call peer_list to see which peers are alive.",
+  E_NOT_REGISTERED: "This session's registration is gone (swept or replaced). Tell the user; restarting OpenCode registers it again.",
+};
+
 function codeOf(err: unknown): string {
   const e = err as { code?: string; message?: string };
-  return `${e.code ?? "E_UNKNOWN"}: ${e.message ?? String(err)}`;
+  const hint = e.code ? HINTS[e.code] : undefined;
+  return `${e.code ?? "E_UNKNOWN"}: ${e.message ?? String(err)}${hint ? ` ${hint}` : ""}`;
 }
 
 /** Build the tools. `viaFor` gives the hop list inherited by a message sent from a turn. */

@@ -295,6 +295,7 @@ impl Broker {
         if matching.is_empty() {
             return Err(Error::UnknownRecipient {
                 alias: to_alias.to_string(),
+                root: self.root().path().to_path_buf(),
             });
         }
         let target = matching

@@ -4,6 +4,7 @@
 //! `(session_id, alias)` and no method takes a session id or alias to act as someone else.
 //! The recipient of a send is a *target*, never an identity.
 
+pub mod aliases;
 #[cfg(test)]
 mod cache_tests;
 mod gate;
@@ -232,6 +233,7 @@ impl Broker {
                 .find(|r| r.session_id == opts.session_id)
                 .ok_or_else(|| Error::NotRegistered {
                     session_id: opts.session_id.clone(),
+                    root: root.path().to_path_buf(),
                 })?;
             own.alias
         } else {
@@ -258,6 +260,17 @@ impl Broker {
             };
             let mut attempts = 0;
             let alias = loop {
+                if opts.auto_alias {
+                    // Stable aliases (issue 18): the alias this session had, else the first
+                    // suffix nobody claims. Chosen afresh on each attempt; the registry lock
+                    // in `register` settles a race (the loser retries).
+                    let regs = parse_all(&store::read_array(&root.registry())?);
+                    let book = aliases::read_book(&root).unwrap_or_else(|e| {
+                        log.event("alias_book_error", fields! {"error" => e.to_string()});
+                        Vec::new()
+                    });
+                    reg.alias = aliases::choose(&opts.session_id, &alias, &regs, &book);
+                }
                 match register_no_dir_sync(&root, reg.clone(), lock_timeout) {
                     Ok(()) => break reg.alias.clone(),
                     Err(Error::AliasTaken { suggestion, .. })
@@ -269,6 +282,17 @@ impl Broker {
                     Err(e) => return Err(e),
                 }
             };
+            if opts.auto_alias {
+                if let Err(e) = aliases::remember(
+                    &root,
+                    &opts.session_id,
+                    &alias,
+                    directory.as_deref(),
+                    lock_timeout,
+                ) {
+                    log.event("alias_book_error", fields! {"error" => e.to_string()});
+                }
+            }
             log.event(
                 "register",
                 fields! {"alias" => alias, "session" => short_hash(&opts.session_id)},
@@ -447,6 +471,7 @@ impl Broker {
             .cloned()
             .ok_or_else(|| Error::NotRegistered {
                 session_id: self.session_id.clone(),
+                root: self.root.path().to_path_buf(),
             })
     }
 
@@ -510,6 +535,69 @@ impl Broker {
             fields! {"alias" => self.alias, "session" => short_hash(&self.session_id)},
         );
         Ok(())
+    }
+}
+
+/// What [`Broker::shutdown`] did with the registration.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ShutdownOutcome {
+    /// The registration was removed (its alias stays in the alias book).
+    Unregistered,
+    /// Kept: the session has active pending-reply slots, and c2c's M4 guard protects their
+    /// alias only while a live registration of their requester exists.
+    KeptForPendingSlots,
+    /// Nothing to do (attached, or already closed).
+    Nothing,
+}
+
+impl Broker {
+    /// The plugin's shutdown (OpenCode disposing the instance): stop the watcher and remove
+    /// the registration so the registry does not fill with stale entries — unless this
+    /// session has active pending-reply slots it asked (then the registration is kept, so
+    /// c2c's M4 guard keeps protecting the alias while this process lives). The alias stays
+    /// recorded in the alias book either way, so the session gets it back when it
+    /// registers again. Idempotent; the handle is closed afterwards.
+    ///
+    /// # Errors
+    /// Store errors (the handle is closed regardless).
+    pub fn shutdown(&self) -> Result<ShutdownOutcome> {
+        if self.attached || self.closed.load(Ordering::Acquire) {
+            self.closed.store(true, Ordering::Release);
+            self.unwatch();
+            return Ok(ShutdownOutcome::Nothing);
+        }
+        let now = crate::time::now_secs();
+        let has_slots = self.pending_snapshot().map(|slots| {
+            slots
+                .iter()
+                .filter_map(crate::pending::PendingSlot::from_value)
+                .any(|s| s.requester_session_id == self.session_id && s.is_active(now))
+        });
+        if has_slots.unwrap_or(true) {
+            // Unknown counts as "has slots": keeping a registration is the safe side.
+            self.closed.store(true, Ordering::Release);
+            self.unwatch();
+            self.log.event(
+                "shutdown_kept",
+                fields! {"alias" => self.alias, "session" => short_hash(&self.session_id)},
+            );
+            return Ok(ShutdownOutcome::KeptForPendingSlots);
+        }
+        self.close()?;
+        Ok(ShutdownOutcome::Unregistered)
+    }
+
+    /// Close (unregister) and remove this session from the alias book: the session was
+    /// deleted, its alias may go to a new session.
+    ///
+    /// # Errors
+    /// As [`Broker::close`], and store errors on the book.
+    pub fn close_and_forget_alias(&self) -> Result<()> {
+        let closed = self.close();
+        if !self.attached {
+            aliases::forget(&self.root, &self.session_id, self.lock_timeout)?;
+        }
+        closed
     }
 }
 

@@ -22,32 +22,47 @@ pub struct RootLocation {
     pub source: String,
     /// Whether the directory exists.
     pub exists: bool,
+    /// Why this root, in one sentence: explicit, `C2C_MCP_BROKER_ROOT`, or c2c's
+    /// per-repository default with the fingerprint and what it was computed from.
+    pub reason: String,
 }
 
 /// Resolve the broker root as c2c does, without creating it. `root` overrides; `directory`
-/// (default: the current directory) gives the repository fingerprint.
+/// (default: the current directory) gives the repository fingerprint; `env` (default: the
+/// process environment) supplies `C2C_MCP_BROKER_ROOT`, `C2C_STATE_HOME`, `XDG_STATE_HOME`
+/// and `HOME` (pass `process.env` under Bun).
 /// Errors: `E_INVALID_OPTION` when nothing names a location.
 #[napi(catch_unwind)]
 pub fn resolve_root(
     root: Option<String>,
     directory: Option<String>,
+    env: Option<std::collections::HashMap<String, String>>,
 ) -> Result<RootLocation, JsCode> {
     let dir = directory
         .map(PathBuf::from)
         .or_else(|| std::env::current_dir().ok())
         .unwrap_or_else(|| PathBuf::from("."));
-    let (path, source) = resolve_path(
-        root.as_deref().map(std::path::Path::new),
-        &RootEnv::from_process(),
-        &dir,
-    )
-    .map_err(to_js)?;
+    let env = match env {
+        None => RootEnv::from_process(),
+        Some(m) => {
+            let get = |k: &str| m.get(k).filter(|v| !v.is_empty()).cloned();
+            RootEnv {
+                broker_root: get("C2C_MCP_BROKER_ROOT"),
+                c2c_state_home: get("C2C_STATE_HOME"),
+                xdg_state_home: get("XDG_STATE_HOME"),
+                home: get("HOME"),
+            }
+        }
+    };
+    let (path, source) =
+        resolve_path(root.as_deref().map(std::path::Path::new), &env, &dir).map_err(to_js)?;
     let exists = path.is_dir();
     let path = std::fs::canonicalize(&path).unwrap_or(path);
     Ok(RootLocation {
         path: path.to_string_lossy().into_owned(),
         source: source.as_str().to_string(),
         exists,
+        reason: crate::store::root::describe_source(source, &dir),
     })
 }
 
@@ -173,4 +188,38 @@ pub fn inspect_inbox(root: String, session_id: String) -> Result<InboxSummary, J
         not_messages: s.not_messages,
         not_understood: s.not_understood as u32,
     })
+}
+
+/// One entry of the root's alias book (`c2c-bridge-aliases.json`): a session that registered
+/// through the plugin, with the alias it keeps across restarts.
+#[napi(object)]
+#[derive(Debug, Clone)]
+pub struct AliasBookEntry {
+    /// The session id.
+    pub session_id: String,
+    /// Its alias.
+    pub alias: String,
+    /// The canonical project directory it registered from, if recorded.
+    pub directory: Option<String>,
+}
+
+/// The alias book of `root` (empty when absent): the plugin restores the registrations of
+/// its directory's sessions from it after a restart. Errors: `E_ROOT_INSECURE`,
+/// `E_STORE_CORRUPT`, `E_IO`.
+#[napi(catch_unwind)]
+pub fn list_alias_book(root: String) -> Result<Vec<AliasBookEntry>, JsCode> {
+    let r = BrokerRoot::open_existing(
+        std::path::Path::new(&root),
+        crate::store::root::RootSource::Explicit,
+    )
+    .map_err(to_js)?;
+    Ok(crate::broker::aliases::read_book(&r)
+        .map_err(to_js)?
+        .into_iter()
+        .map(|e| AliasBookEntry {
+            session_id: e.session_id,
+            alias: e.alias,
+            directory: e.directory,
+        })
+        .collect())
 }

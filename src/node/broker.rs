@@ -614,4 +614,31 @@ impl JsBroker {
     pub fn close(&self) -> Result<(), JsCode> {
         self.inner.close().map_err(to_js)
     }
+
+    /// The plugin's shutdown (instance disposed): stop the watcher and unregister, unless
+    /// this session has active pending-reply slots (then the registration is kept so c2c's
+    /// M4 guard keeps protecting its alias). Returns `unregistered`, `kept-for-pending-slots`
+    /// or `nothing` (attached or already closed). The alias stays in the root's alias book,
+    /// so the session gets it back when it registers again. Idempotent; the handle is closed
+    /// afterwards. Errors: store codes while unregistering.
+    #[napi(
+        catch_unwind,
+        ts_return_type = "'unregistered' | 'kept-for-pending-slots' | 'nothing'"
+    )]
+    pub fn shutdown(&self) -> Result<String, JsCode> {
+        use crate::broker::ShutdownOutcome::*;
+        Ok(match self.inner.shutdown().map_err(to_js)? {
+            Unregistered => "unregistered",
+            KeptForPendingSlots => "kept-for-pending-slots",
+            Nothing => "nothing",
+        }
+        .to_string())
+    }
+
+    /// `close()` for a deleted session: also drop it from the root's alias book, so its
+    /// alias may go to a new session. Errors: as `close`.
+    #[napi(catch_unwind)]
+    pub fn close_and_forget_alias(&self) -> Result<(), JsCode> {
+        self.inner.close_and_forget_alias().map_err(to_js)
+    }
 }

@@ -7,6 +7,7 @@
 
 pub mod admin;
 pub mod broker;
+pub mod config;
 pub mod envelope;
 pub mod error;
 pub mod policy;

@@ -48,6 +48,9 @@ pub struct GateOptions {
     pub broker_root: Option<String>,
     /// When the plugin instance started, epoch milliseconds. Default: now.
     pub started_at_ms: Option<f64>,
+    /// Answer no permission request (every decision that would reply becomes `leave` with
+    /// reason `config-error`): pass `validateOptions(...).autoAnswersOff`. Default false.
+    pub auto_answers_off: Option<bool>,
 }
 
 /// The answer of `decide`.
@@ -60,7 +63,7 @@ pub struct PermissionDecision {
     )]
     pub action: String,
     /// Why (`local-turn`, `peer-turn/allow`, `peer-turn/ask`, `peer-turn/deny`,
-    /// `peer-turn/allow/guardrail`, `peer-turn/allow/tool-args-unavailable`, `already-decided`,
+    /// `peer-turn/allow/guardrail`, `peer-turn/allow/tool-args-unavailable`, `config-error` (auto-answers off), `already-decided`,
     /// `malformed-request`), or what is missing for `need-*`.
     pub reason: String,
     /// The request id.
@@ -112,7 +115,15 @@ pub struct JsPermissionGate {
     inner: engine::PermissionGate,
     audit_path: Option<String>,
     audit_error: Option<String>,
+    /// Where to retry opening the audit log while `audit_error` is set: (root option,
+    /// directory), and when it was last tried.
+    audit_retry: (Option<PathBuf>, PathBuf),
+    audit_tried: std::time::Instant,
 }
+
+/// How often a gate without an audit log tries the broker root again (a root made insecure
+/// and then fixed is picked up without a restart, issue 18).
+const AUDIT_RETRY: std::time::Duration = std::time::Duration::from_secs(1);
 
 #[napi]
 impl JsPermissionGate {
@@ -121,6 +132,10 @@ impl JsPermissionGate {
     #[napi(constructor, catch_unwind)]
     pub fn new(options: GateOptions) -> Result<Self, JsCode> {
         let directory = PathBuf::from(&options.directory);
+        let audit_retry = (
+            options.broker_root.as_deref().map(PathBuf::from),
+            directory.clone(),
+        );
         let (audit, audit_error) = match engine::audit_log_for(
             options.broker_root.as_deref().map(PathBuf::from),
             &directory,
@@ -158,10 +173,16 @@ impl JsPermissionGate {
             },
         })
         .map_err(to_js)?;
+        let mut inner = inner;
+        if options.auto_answers_off == Some(true) {
+            inner.turn_answers_off();
+        }
         Ok(JsPermissionGate {
             inner,
             audit_path,
             audit_error,
+            audit_retry,
+            audit_tried: std::time::Instant::now(),
         })
     }
 
@@ -213,13 +234,20 @@ impl JsPermissionGate {
         .to_string()
     }
 
+    /// Whether auto-answers are off (`autoAnswersOff`): no request is answered.
+    #[napi(getter, catch_unwind)]
+    pub fn answers_off(&self) -> bool {
+        self.inner.answers_off()
+    }
+
     /// The `broker.log` receiving decision lines, or null.
     #[napi(getter, catch_unwind)]
     pub fn audit_path(&self) -> Option<String> {
         self.audit_path.clone()
     }
 
-    /// Why there is no audit log, or null.
+    /// Why there is no audit log, or null. While set, `decide` tries the root again at most
+    /// every second, so a root made insecure and then fixed is picked up without a restart.
     #[napi(getter, catch_unwind)]
     pub fn audit_error(&self) -> Option<String> {
         self.audit_error.clone()
@@ -256,11 +284,25 @@ impl JsPermissionGate {
                 )))
             }
         };
+        self.retry_audit();
         let tool_input = tool_input.filter(|v| !v.is_null());
         Ok(self
             .inner
             .decide(kind, &request, tool_input.as_ref())
             .into())
+    }
+
+    /// Without an audit log, try the broker root again (at most every [`AUDIT_RETRY`]).
+    fn retry_audit(&mut self) {
+        if self.audit_error.is_none() || self.audit_tried.elapsed() < AUDIT_RETRY {
+            return;
+        }
+        self.audit_tried = std::time::Instant::now();
+        if let Ok(log) = engine::audit_log_for(self.audit_retry.0.clone(), &self.audit_retry.1) {
+            self.audit_path = Some(log.path().to_string_lossy().into_owned());
+            self.audit_error = None;
+            self.inner.set_audit(log);
+        }
     }
 
     /// Answer a `need-message` step with the fetched `{info, parts}`.

@@ -235,6 +235,8 @@ pub struct PermissionGate {
     tool_inputs: BoundedMap,
     /// Request ids for which the tool message was already asked for (arguments).
     args_asked: AnsweredSet,
+    /// Auto-answers are off (a configuration error): every reply becomes `leave`.
+    answers_off: bool,
 }
 
 /// The fields of a permission request the gate reads.
@@ -329,7 +331,28 @@ impl PermissionGate {
             audit: config.audit,
             tool_inputs: BoundedMap::default(),
             args_asked: AnsweredSet::new(ARGS_ASKED_KEPT),
+            answers_off: false,
         })
+    }
+
+    /// Turn auto-answers off for the life of this gate: a decision that would reply `once`
+    /// or `reject` becomes `leave` with reason `config-error`, so OpenCode prompts the user.
+    /// Used when the plugin options have an error that touches permissions or cannot be
+    /// attributed ([`crate::config::Validated::auto_answers_off`], issue 18). The turn index
+    /// keeps working (hop chains continue).
+    pub fn turn_answers_off(&mut self) {
+        self.answers_off = true;
+    }
+
+    /// Start writing `permission_decision` lines to `audit` (the broker root could not be
+    /// opened when the gate was built, e.g. it was insecure, and has been fixed since).
+    pub fn set_audit(&mut self, audit: AuditLog) {
+        self.audit = Some(audit);
+    }
+
+    /// Whether auto-answers are off (see [`PermissionGate::turn_answers_off`]).
+    pub fn answers_off(&self) -> bool {
+        self.answers_off
     }
 
     /// The effective `peerPermissions` mode.
@@ -684,6 +707,12 @@ impl PermissionGate {
                     LeaveReason::Guardrail { .. } => "peer-turn/allow/guardrail".to_string(),
                 },
             ),
+        };
+        // A configuration error: no reply at all, whatever the mode said (fail safe).
+        let (action, reason) = if self.answers_off && action != Action::Leave {
+            (Action::Leave, "config-error".to_string())
+        } else {
+            (action, reason)
         };
         self.answered.first_time(req.id);
         out.action = action;

@@ -84,6 +84,12 @@ impl RootEnv {
 /// else of the repository top-level path, else `"default"`. Runs `git` (absent git or a
 /// directory outside any repository yields `"default"`).
 pub fn repo_fingerprint(dir: &Path) -> String {
+    repo_fingerprint_basis(dir).0
+}
+
+/// [`repo_fingerprint`] and what it was computed from, for `doctor` and `/peers`:
+/// `remote.origin.url <url>`, `repository top level <path>` or `no git repository`.
+pub fn repo_fingerprint_basis(dir: &Path) -> (String, String) {
     let git = |args: &[&str]| -> Option<String> {
         let out = std::process::Command::new("git")
             .arg("-C")
@@ -100,10 +106,32 @@ pub fn repo_fingerprint(dir: &Path) -> String {
         (!s.is_empty()).then_some(s)
     };
     let basis = git(&["config", "--get", "remote.origin.url"])
-        .or_else(|| git(&["rev-parse", "--show-toplevel"]));
+        .map(|u| (u, "remote.origin.url"))
+        .or_else(|| git(&["rev-parse", "--show-toplevel"]).map(|t| (t, "repository top level")));
     match basis {
-        Some(b) => hex::encode(Sha256::digest(b.as_bytes()))[..12].to_string(),
-        None => "default".to_string(),
+        Some((b, what)) => (
+            hex::encode(Sha256::digest(b.as_bytes()))[..12].to_string(),
+            format!("{what} {b}"),
+        ),
+        None => ("default".to_string(), "no git repository".to_string()),
+    }
+}
+
+/// Why the root at `source` is the one in use, in one sentence for the user (`/peers`,
+/// `c2c-bridge doctor`); `dir` is the project directory of the fingerprint.
+pub fn describe_source(source: RootSource, dir: &Path) -> String {
+    match source {
+        RootSource::Explicit => "set explicitly (the brokerRoot option or --root)".to_string(),
+        RootSource::EnvBrokerRoot => {
+            "set by the environment variable C2C_MCP_BROKER_ROOT".to_string()
+        }
+        RootSource::C2cStateHome | RootSource::XdgStateHome | RootSource::Home => {
+            let (fp, basis) = repo_fingerprint_basis(dir);
+            format!(
+                "c2c's per-repository default under {}: fingerprint {fp} of {basis}; sessions of other repositories use other roots unless brokerRoot (or C2C_MCP_BROKER_ROOT) names one shared root",
+                source.as_str()
+            )
+        }
     }
 }
 

@@ -231,6 +231,35 @@ fn decision_table_through_json() {
     assert_eq!(cases, 24);
 }
 
+/// Issue 18: with auto-answers off (a configuration error) no mode replies; every request
+/// is left to OpenCode's prompt with reason `config-error`, and local turns stay untouched.
+#[test]
+fn answers_off_leaves_every_request_to_the_prompt() {
+    for mode in ["allow", "deny", "ask"] {
+        for peer in [false, true] {
+            let mut f = fixture(mode);
+            f.gate.turn_answers_off();
+            assert!(f.gate.answers_off());
+            turn(&mut f.gate, "ses_1", peer, "touch x");
+            let d = decide(
+                &mut f.gate,
+                PermissionEventKind::Asked,
+                "per_1",
+                "ses_1",
+                "touch x",
+            );
+            assert_eq!(d.action, Action::Leave, "{mode} peer={peer}");
+            let want = match (peer, mode) {
+                (false, _) => "local-turn",
+                (true, "ask") => "peer-turn/ask",
+                (true, _) => "config-error",
+            };
+            assert_eq!(d.reason, want, "{mode} peer={peer}");
+            assert_eq!(log_lines(&f)[0]["reason"], want);
+        }
+    }
+}
+
 #[test]
 fn never_always_and_every_request_decided_once() {
     let mut f = fixture("allow");
