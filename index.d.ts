@@ -141,6 +141,12 @@ export declare class Broker {
    */
   acknowledge(messageIds: Array<string>, status: string): Array<string>
   /**
+   * Tell the senders of these queued messages that delivery is paused by this session's user
+   * (after an abort): a `paused` receipt each; the messages stay in the inbox. Returns the
+   * ids found. Errors: `E_CLOSED`, store codes.
+   */
+  reportPaused(messageIds: Array<string>): Array<string>
+  /**
    * This session's receipts: the latest outcome of each of the last `limit` (default 50)
    * messages it sent. Errors: `E_CLOSED`, store codes.
    */

@@ -37,6 +37,9 @@ pub enum Status {
     Duplicate,
     /// Over the per sender→recipient rate limit; not sent.
     RateLimited,
+    /// Still queued: the recipient's user stopped a turn, and delivery into that session waits
+    /// until the user prompts again (not terminal; a later receipt follows).
+    Paused,
 }
 
 impl Status {
@@ -50,6 +53,7 @@ impl Status {
             Status::Dropped => "dropped",
             Status::Duplicate => "duplicate",
             Status::RateLimited => "rate_limited",
+            Status::Paused => "paused",
         }
     }
 

@@ -294,3 +294,25 @@ fn a_failed_release_moves_nothing() {
     assert_eq!(b.release_held(HeldSelector::All).unwrap().len(), 1);
     assert_eq!(b.peek().unwrap()[0].content, "keep me");
 }
+
+#[test]
+fn paused_receipt_keeps_the_message_queued_and_is_not_terminal() {
+    let r = root();
+    let a = open(&r, "ses_a", "alice", "pa", "accept");
+    let b = open(&r, "ses_b", "bob", "pb", "accept");
+    let sent = a.send("bob", "task 2", &SendOptions::default()).unwrap();
+    let ids = vec![sent.message_id.clone(), "not-in-the-inbox".to_string()];
+    assert_eq!(
+        b.report_paused(&ids).unwrap(),
+        vec![sent.message_id.clone()]
+    );
+    // still queued, nothing archived, no notice in alice's inbox (paused is not a bad outcome)
+    assert_eq!(b.peek().unwrap().len(), 1);
+    assert!(!r.path.join("archive/ses_b.jsonl").exists());
+    assert!(a.peek().unwrap().is_empty());
+    assert_eq!(a.receipts(10).unwrap()[0].status, Status::Paused);
+    // the later outcome wins
+    b.acknowledge(std::slice::from_ref(&sent.message_id), Status::Delivered)
+        .unwrap();
+    assert_eq!(a.receipts(10).unwrap()[0].status, Status::Delivered);
+}

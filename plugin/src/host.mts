@@ -132,6 +132,11 @@ export interface PluginHooks {
   event?: (input: { event: HostEvent }) => Promise<void>;
   config?: (cfg: Record<string, unknown>) => Promise<void>;
   tool?: Record<string, ToolDef>;
+  /** A new user message (typed, or injected by a plugin) is about to be stored. */
+  "chat.message"?: (
+    input: { sessionID: string; agent?: string; messageID?: string },
+    output: { message: unknown; parts: Array<Record<string, unknown>> },
+  ) => Promise<void>;
   "command.execute.before"?: (
     input: { command: string; sessionID: string; arguments: string },
     output: { parts: Array<Record<string, unknown>> },

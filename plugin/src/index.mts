@@ -11,7 +11,7 @@ import { readFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import { loadAddon } from "./addon.mjs";
 import { Delivery } from "./delivery.mjs";
-import type { HostEvent, HostSession, PluginHooks, PluginInput } from "./host.mjs";
+import type { HostEvent, HostPart, HostSession, PluginHooks, PluginInput } from "./host.mjs";
 import { makeInject } from "./inject.mjs";
 import { createLogger, safe } from "./log.mjs";
 import { describeModes, type Modes } from "./modes.mjs";
@@ -70,6 +70,7 @@ async function server(input: PluginInput, rawOptions?: Record<string, unknown>):
       gate: (sid) => sessions.get(sid)?.gateInbox().deliver,
       pending: (sid) => (sessions.get(sid)?.peek().length ?? 0) > 0,
       ack: (sid, ids, status) => void sessions.get(sid)?.acknowledge(ids, status),
+      paused: (sid, ids) => void sessions.get(sid)?.reportPaused(ids),
       housekeeping: (sid) => void sessions.get(sid)?.expireHeld(),
       advise(sid, item) {
         const text = adviceText(item);
@@ -209,6 +210,21 @@ async function server(input: PluginInput, rawOptions?: Record<string, unknown>):
         }
         break;
       }
+      case "message.part.updated": {
+        // "Delivered" means stored: the part we injected, now persisted in the session.
+        const part = p.part as HostPart | undefined;
+        const id = (part?.metadata as { peerMessage?: { messageId?: unknown } } | undefined)?.peerMessage?.messageId;
+        if (part?.sessionID && typeof id === "string") delivery.current?.stored(part.sessionID, id);
+        break;
+      }
+      case "session.error": {
+        // `POST /session/:id/abort` (Esc in the TUI) publishes session.error with
+        // MessageAbortedError before session.idle (OpenCode 1.18.33): the user's stop wins.
+        const sid = p.sessionID as string | undefined;
+        const name = (p.error as { name?: unknown } | undefined)?.name;
+        if (sid && name === "MessageAbortedError" && sessions.get(sid)) delivery.current?.pause(sid);
+        break;
+      }
       case "session.status": {
         const sid = p.sessionID as string | undefined;
         const type = (p.status as { type?: string } | undefined)?.type;
@@ -241,8 +257,15 @@ async function server(input: PluginInput, rawOptions?: Record<string, unknown>):
     tool: makeTools(sessions, version, async (ctx) =>
       turns ? viaFor(turns, history, ctx.sessionID, ctx.messageID) : [],
     ),
+    // A prompt the user typed (no part carries our peerMessage mark) resumes delivery paused
+    // by a user abort.
+    "chat.message": safe(logger, "chat.message", async (input, output) => {
+      const peer = (output?.parts ?? []).some((part) => (part as { metadata?: { peerMessage?: unknown } }).metadata?.peerMessage);
+      if (!peer && input?.sessionID) delivery.current?.resume(input.sessionID);
+    }),
     "command.execute.before": safe(logger, "command.execute.before", async (cmd, output) => {
       if (cmd.command !== "peers" && cmd.command !== "peers-inbox") return;
+      if (cmd.command === "peers-inbox") delivery.current?.resume(cmd.sessionID);
       const broker = await sessions.brokerFor(cmd.sessionID);
       let text: string;
       if (!broker) text = `c2c-bridge: this session is not registered with the broker.\n${describeModes(modes)}\nTell the user.`;

@@ -463,6 +463,14 @@ impl JsBroker {
         self.inner.acknowledge(&message_ids, status).map_err(to_js)
     }
 
+    /// Tell the senders of these queued messages that delivery is paused by this session's user
+    /// (after an abort): a `paused` receipt each; the messages stay in the inbox. Returns the
+    /// ids found. Errors: `E_CLOSED`, store codes.
+    #[napi(catch_unwind)]
+    pub fn report_paused(&self, message_ids: Vec<String>) -> Result<Vec<String>, JsCode> {
+        self.inner.report_paused(&message_ids).map_err(to_js)
+    }
+
     /// This session's receipts: the latest outcome of each of the last `limit` (default 50)
     /// messages it sent. Errors: `E_CLOSED`, store codes.
     #[napi(catch_unwind)]
