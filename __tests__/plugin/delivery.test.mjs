@@ -297,4 +297,29 @@ describe('Delivery queue', () => {
     expect(calls.length).toBe(1);
     expect(acked).toEqual(['a']);
   });
+
+  test('a turn we started that ends with no assistant message (aborted before the model) pauses delivery', async () => {
+    const inbox = [msg('a'), msg('b'), msg('c')];
+    let d;
+    const { client, calls } = recordingClient({ onAccepted: (id) => d.stored('ses_me', id, `msg_user_${id}`) });
+    const { deps, busy } = fakeDeps(inbox);
+    d = new Delivery(deps, makeInject(client), { fallbackIntervalMs: 1000, retryBaseMs: 5 });
+    await d.flush('ses_me');
+    await sleep(5);
+    // a normal turn: the model answers, then idle
+    d.answered('ses_me', 'msg_user_a');
+    d.turnEnded('ses_me');
+    expect(d.isPaused('ses_me')).toBe(false);
+    busy.set('ses_me', false);
+    await d.flush('ses_me');
+    await sleep(5);
+    expect(calls.length).toBe(2);
+    // stopped before the model began: idle without an answer
+    d.answered('ses_me', 'msg_user_other');
+    d.turnEnded('ses_me');
+    expect(d.isPaused('ses_me')).toBe(true);
+    busy.set('ses_me', false);
+    await d.flush('ses_me');
+    expect(calls.length).toBe(2);
+  });
 });

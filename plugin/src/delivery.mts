@@ -122,6 +122,8 @@ interface SessionState {
   paused: boolean;
   /** Ids whose senders were told `paused` (each once per pause). */
   pausedTold: Set<string>;
+  /** The user message of the last stored injection, and whether the model started answering it. */
+  turn?: { userMessageId: string; answered: boolean };
 }
 
 const MAX_REMEMBERED = 10_000;
@@ -184,10 +186,11 @@ export class Delivery {
    * `sessionId` (`message.part.updated`): the message is persisted. Acknowledges it when it is
    * the one in flight (at once, or as soon as `promptAsync` has answered).
    */
-  stored(sessionId: string, messageId: string): void {
+  stored(sessionId: string, messageId: string, userMessageId?: string): void {
     const s = this.state.get(sessionId);
     if (!s) return;
     this.remember(s, messageId);
+    if (userMessageId) s.turn = { userMessageId, answered: false };
     const f = s.inflight;
     if (!f || f.id !== messageId) return;
     f.stored = true;
@@ -204,6 +207,28 @@ export class Delivery {
     s.paused = true;
     this.deps.log("info", `${sessionId}: the user stopped a turn; peer delivery into it is paused until the user prompts again or runs /peers-inbox`);
     this.kick(sessionId);
+  }
+
+  /**
+   * An assistant message answering `parentMessageId` appeared in `sessionId`
+   * (`message.updated`): the turn our injection started is under way.
+   */
+  answered(sessionId: string, parentMessageId: string): void {
+    const t = this.state.get(sessionId)?.turn;
+    if (t && t.userMessageId === parentMessageId) t.answered = true;
+  }
+
+  /**
+   * `sessionId` went idle. A turn we started that ends without any assistant message was
+   * stopped before the model began (OpenCode 1.18.33 publishes no `session.error` for an
+   * abort at that point, only `idle`): treated as the user's stop, like an abort.
+   */
+  turnEnded(sessionId: string): void {
+    const s = this.state.get(sessionId);
+    const t = s?.turn;
+    if (!s || !t) return;
+    s.turn = undefined;
+    if (!t.answered) this.pause(sessionId);
   }
 
   /** The user prompted again (or ran `/peers-inbox`): delivery into `sessionId` resumes. */

@@ -11,7 +11,7 @@ import { readFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import { loadAddon } from "./addon.mjs";
 import { Delivery } from "./delivery.mjs";
-import type { HostEvent, HostPart, HostSession, PluginHooks, PluginInput } from "./host.mjs";
+import type { HostEvent, HostMessage, HostPart, HostSession, PluginHooks, PluginInput } from "./host.mjs";
 import { makeInject } from "./inject.mjs";
 import { createLogger, safe } from "./log.mjs";
 import { describeModes, type Modes } from "./modes.mjs";
@@ -214,7 +214,12 @@ async function server(input: PluginInput, rawOptions?: Record<string, unknown>):
         // "Delivered" means stored: the part we injected, now persisted in the session.
         const part = p.part as HostPart | undefined;
         const id = (part?.metadata as { peerMessage?: { messageId?: unknown } } | undefined)?.peerMessage?.messageId;
-        if (part?.sessionID && typeof id === "string") delivery.current?.stored(part.sessionID, id);
+        if (part?.sessionID && typeof id === "string") delivery.current?.stored(part.sessionID, id, part.messageID);
+        break;
+      }
+      case "message.updated": {
+        const info = p.info as HostMessage | undefined;
+        if (info?.role === "assistant" && info.parentID) delivery.current?.answered(info.sessionID, info.parentID);
         break;
       }
       case "session.error": {
@@ -231,6 +236,7 @@ async function server(input: PluginInput, rawOptions?: Record<string, unknown>):
         if (!sid || !type) break;
         sessions.setBusy(sid, type !== "idle");
         if (type === "idle") {
+          delivery.current?.turnEnded(sid);
           await sessions.brokerFor(sid);
           delivery.current?.kick(sid);
         }
@@ -240,6 +246,7 @@ async function server(input: PluginInput, rawOptions?: Record<string, unknown>):
         const sid = p.sessionID as string | undefined;
         if (!sid) break;
         sessions.setBusy(sid, false);
+        delivery.current?.turnEnded(sid);
         await sessions.brokerFor(sid);
         delivery.current?.kick(sid);
         break;
