@@ -743,6 +743,15 @@ export interface SkippedRecipient {
   reason: string
 }
 
+/**
+ * The strictest of several values of one policy setting (`"inbound"` or
+ * `"peerPermissions"`), for one directory configured twice in one process: `inbound` accept <
+ * auto < hold < refuse, `peerPermissions` allow < ask < deny; blank values count as unset
+ * (`null` when all are); an invalid word is returned as written (fail closed: it wins over
+ * every valid one). Errors: `E_INVALID_ARG` for another setting name.
+ */
+export declare function strictestSetting(setting: string, values: Array<string>): string | null
+
 /** Result of `sweep`. */
 export interface SweepResult {
   /** Dead registrations removed. */

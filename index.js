@@ -853,4 +853,5 @@ module.exports.probeLock = nativeBinding.probeLock
 module.exports.readApprovalVerdict = nativeBinding.readApprovalVerdict
 module.exports.readLog = nativeBinding.readLog
 module.exports.resolveRoot = nativeBinding.resolveRoot
+module.exports.strictestSetting = nativeBinding.strictestSetting
 module.exports.writeApprovalVerdict = nativeBinding.writeApprovalVerdict

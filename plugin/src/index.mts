@@ -2,18 +2,19 @@
  * c2c-bridge's OpenCode plugin: connects the parts; the handlers act.
  *
  * Loaded by OpenCode 1.18.33 from the package's `exports["./server"]`. Per plugin instance
- * (one per project directory; a process may hold several) it registers root sessions with
+ * (one serving instance per project directory per process, see instances.mts) it registers root sessions with
  * the broker, delivers peer messages when a session is idle, answers permission requests of
  * peer-triggered turns as the Rust gate decides (`peerPermissions`), and offers `peer_list`,
  * `peer_send` and `/peers`. Nothing is global.
  */
 import { readFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
-import { loadAddon } from "./addon.mjs";
+import { loadAddon, type Addon } from "./addon.mjs";
 import { Delivery } from "./delivery.mjs";
-import type { HostEvent, HostMessage, HostPart, HostSession, PluginHooks, PluginInput } from "./host.mjs";
+import type { HostEvent, HostMessage, HostPart, HostSession, PluginHooks, PluginInput, ToolContext } from "./host.mjs";
 import { makeInject } from "./inject.mjs";
-import { createLogger, safe } from "./log.mjs";
+import { claimDirectory, type Claim, type Served } from "./instances.mjs";
+import { createLogger, safe, type Logger } from "./log.mjs";
 import { describeModes, type Modes } from "./modes.mjs";
 import { readOptions } from "./options.mjs";
 import { PermissionHandler, permissionKind, type Gate } from "./permissions/handler.mjs";
@@ -50,6 +51,85 @@ async function server(input: PluginInput, rawOptions?: Record<string, unknown>):
     return {};
   }
   const addon = loaded.addon;
+
+  // One serving instance per directory per process (see instances.mts).
+  const spec = packageDirectory();
+  const claim = claimDirectory(addon.canonicalDirectory(input.directory) ?? input.directory, {
+    spec,
+    options: rawOptions ?? {},
+  });
+  let effective = rawOptions;
+  if (claim.others.length > 0) {
+    effective = strictestOptions(addon, claim.allOptions);
+    const specs = [...new Set([...claim.others.map((o) => o.spec), spec])];
+    logger.log(
+      "warn",
+      `loaded ${claim.others.length + 1} times for ${input.directory} in this process (${specs.join(" and ")}${specs.length === 1 ? ", twice" : ""}): only one instance serves the directory, with the strictest settings of all (peerPermissions=${String(effective?.peerPermissions ?? "allow")}, inbound=${String(effective?.inbound ?? "accept")}). Name the package once (global or project config).`,
+    );
+  }
+  const instance = startInstance(input, effective, logger, addon);
+  claim.activate(instance.served);
+  return guarded(claim, instance.hooks);
+}
+
+/** Where this copy of the package lives (what a config's plugin spec resolved to). */
+function packageDirectory(): string {
+  try {
+    return fileURLToPath(new URL("../..", import.meta.url)).replace(/\/$/, "");
+  } catch {
+    return String(import.meta.url);
+  }
+}
+
+/**
+ * The options of several copies of the plugin for one directory: the newest copy's, with each
+ * policy setting (`inbound`, `peerPermissions`) the strictest any copy was given (Rust decides
+ * the order; an invalid value wins, so the setting fails closed).
+ */
+function strictestOptions(addon: Addon, all: Array<Record<string, unknown>>): Record<string, unknown> {
+  const merged: Record<string, unknown> = { ...(all[all.length - 1] ?? {}) };
+  for (const setting of ["inbound", "peerPermissions"]) {
+    const values = all.map((o) => o[setting]).filter((v): v is string => typeof v === "string");
+    const v = addon.strictestSetting(setting, values);
+    if (v === null || v === undefined) delete merged[setting];
+    else merged[setting] = v;
+  }
+  return merged;
+}
+
+/**
+ * The hooks OpenCode gets: an instance that no longer serves its directory does nothing,
+ * except its tools, which run on the serving instance (OpenCode may call either copy's).
+ */
+function guarded(claim: Claim, hooks: PluginHooks): PluginHooks {
+  const tools = hooks.tool
+    ? Object.fromEntries(
+        Object.entries(hooks.tool).map(([name, def]) => [
+          name,
+          { ...def, execute: (args: Record<string, unknown>, ctx: ToolContext) => (claim.active()?.tools?.[name] ?? def).execute(args, ctx) },
+        ]),
+      )
+    : undefined;
+  return {
+    event: async (x) => (claim.isActive() ? hooks.event?.(x) : undefined),
+    config: hooks.config,
+    tool: tools,
+    "chat.message": async (i, o) => (claim.isActive() ? hooks["chat.message"]?.(i, o) : undefined),
+    "command.execute.before": async (i, o) => (claim.isActive() ? hooks["command.execute.before"]?.(i, o) : undefined),
+    dispose: async () => {
+      claim.release();
+      await hooks.dispose?.();
+    },
+  };
+}
+
+/** One plugin instance's parts, connected. */
+function startInstance(
+  input: PluginInput,
+  rawOptions: Record<string, unknown> | undefined,
+  logger: Logger,
+  addon: Addon,
+): { hooks: PluginHooks; served: Served } {
   const client = input.client;
   const options = readOptions(rawOptions, process.env);
   const version = packageVersion();
@@ -257,13 +337,24 @@ async function server(input: PluginInput, rawOptions?: Record<string, unknown>):
   };
 
   let disposed: Promise<void> | undefined;
-  return {
+  const tools = makeTools(sessions, version, async (ctx) => (turns ? viaFor(turns, history, ctx.sessionID, ctx.messageID) : []));
+  const served: Served = {
+    tools,
+    retire() {
+      const ids = sessions.registered();
+      delivery.current?.stop();
+      sessions.closeAll();
+      return ids;
+    },
+    adopt(ids) {
+      for (const id of ids) sessions.observe({ id });
+    },
+  };
+  const hooks: PluginHooks = {
     event: safe(logger, "event", async ({ event }) => onEvent(event)),
     config: safe(logger, "config", async (cfg) => registerCommands(cfg)),
     // A message sent from a peer-triggered turn continues that turn's hop chain (Rust decides).
-    tool: makeTools(sessions, version, async (ctx) =>
-      turns ? viaFor(turns, history, ctx.sessionID, ctx.messageID) : [],
-    ),
+    tool: tools,
     // A prompt the user typed (no part carries our peerMessage mark) resumes delivery paused
     // by a user abort.
     "chat.message": safe(logger, "chat.message", async (input, output) => {
@@ -287,6 +378,7 @@ async function server(input: PluginInput, rawOptions?: Record<string, unknown>):
         sessions.closeAll();
       })()),
   };
+  return { hooks, served };
 }
 
 /** OpenCode's preferred plugin module shape. */

@@ -90,6 +90,8 @@ export class Sessions {
   private register(sessionId: string): Broker | undefined {
     const existing = this.brokers.get(sessionId);
     if (existing) return existing;
+    // Closed (disposed, or retired in favour of another instance for this directory).
+    if (this.closed) return undefined;
     try {
       const alias = this.options.alias ?? this.addon.defaultAlias(this.directory, sessionId);
       const broker = this.addon.Broker.open({

@@ -137,3 +137,17 @@ pub fn probe_lock(root: String, file: String, timeout_ms: Option<u32>) -> Result
 pub fn canonical_directory(directory: String) -> Option<String> {
     crate::policy::inbound::canonical_directory(std::path::Path::new(&directory))
 }
+
+/// The strictest of several values of one policy setting (`"inbound"` or
+/// `"peerPermissions"`), for one directory configured twice in one process: `inbound` accept <
+/// auto < hold < refuse, `peerPermissions` allow < ask < deny; blank values count as unset
+/// (`null` when all are); an invalid word is returned as written (fail closed: it wins over
+/// every valid one). Errors: `E_INVALID_ARG` for another setting name.
+#[napi(catch_unwind)]
+pub fn strictest_setting(
+    setting: String,
+    values: Vec<String>,
+) -> napi::Result<Option<String>, super::error::JsCode> {
+    crate::policy::strictest::strictest(&setting, &values)
+        .map_err(|s| super::error::invalid_arg(format!("unknown policy setting {s:?}")))
+}
