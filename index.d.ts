@@ -189,7 +189,13 @@ export declare class Broker {
    * Call `callback({ sessionId })` whenever this session's inbox file changes (inotify,
    * including atomic renames; no polling). The callback runs on the JS thread; it never
    * keeps the process alive, and an exception it throws is swallowed, never fatal.
-   * Replaces an earlier watch. Errors: `E_CLOSED`, `E_IO`.
+   * Replaces an earlier watch.
+   *
+   * All handles of one broker root in a process share one watcher (one inotify instance,
+   * one thread), whatever the number of sessions. The watch lives as long as the handle is
+   * open: it ends with `unwatch()` or `close()`, never with garbage collection. A handle
+   * that is collected without `close()` keeps its watch, like its registration, until the
+   * process exits, so close handles you no longer use. Errors: `E_CLOSED`, `E_IO`.
    */
   watch(callback: (change: InboxChange) => void): void
   /** Stop the watch, if any. Idempotent. */
