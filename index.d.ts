@@ -78,7 +78,9 @@ export declare class Broker {
   drain(): Array<InboxMessage>
   /**
    * Remove dead registrations and move undelivered mail of dead sessions to
-   * `dead-letter.jsonl` (never dropped). Errors: `E_CLOSED`, store codes.
+   * `dead-letter.jsonl` (kept, and rescued if the session registers again), with a
+   * `dropped` receipt ("recipient session ended") for each sender. Errors: `E_CLOSED`,
+   * store codes.
    */
   sweep(): SweepResult
   /** Join a room (created if needed). Errors: `E_INVALID_ID`, `E_CLOSED`, store codes. */
@@ -200,6 +202,13 @@ export declare class Broker {
   watch(callback: (change: InboxChange) => void): void
   /** Stop the watch, if any. Idempotent. */
   unwatch(): void
+  /**
+   * The session ended (deleted in OpenCode): `close()`, then move its undelivered inbox to
+   * `dead-letter.jsonl` with a final `dropped` receipt ("recipient session ended") for each
+   * sender. Returns how many messages were dead-lettered (0 when already closed).
+   * Errors: store codes (the handle is closed regardless).
+   */
+  endSession(): number
   /**
    * Stop the watcher and unregister (an attached handle stays registered). Idempotent;
    * later calls fail with `E_CLOSED`. Errors: store codes while unregistering.

@@ -285,7 +285,7 @@ function startInstance(
       case "session.deleted": {
         const id = (p.info as HostSession | undefined)?.id;
         if (id) {
-          sessions.forget(id);
+          sessions.forget(id, true);
           delivery.current?.forget(id);
         }
         break;

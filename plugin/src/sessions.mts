@@ -124,15 +124,21 @@ export class Sessions {
     }
   }
 
-  /** `session.deleted`: unregister. */
-  forget(sessionId: string): void {
+  /**
+   * Unregister a session. `ended` (`session.deleted`): its undelivered messages also go to
+   * dead-letter, each sender getting a final `dropped` receipt ("recipient session ended").
+   */
+  forget(sessionId: string, ended = false): void {
     this.parents.delete(sessionId);
     this.busy.delete(sessionId);
     const b = this.brokers.get(sessionId);
     if (!b) return;
     this.brokers.delete(sessionId);
     try {
-      b.close();
+      if (ended) {
+        const n = b.endSession();
+        if (n > 0) this.logger.log("info", `session ${sessionId} ended: ${n} undelivered message(s) dead-lettered, senders told`);
+      } else b.close();
     } catch (err) {
       this.logger.log("warn", `unregister ${sessionId}: ${(err as Error).message}`);
     }

@@ -91,7 +91,7 @@ fn hold_reason_text(r: HoldReason) -> &'static str {
 }
 
 /// A notice to send once locks are released: (sender session, receipt).
-type Notice = (String, Receipt);
+pub(super) type Notice = (String, Receipt);
 
 impl Broker {
     fn held_path(&self) -> Result<std::path::PathBuf> {
@@ -355,7 +355,7 @@ impl Broker {
     /// Write each receipt to its sender's receipts file and, for a bad outcome, put a framed
     /// notice in the sender's inbox (from `c2c-system`). Failures are logged, never raised:
     /// the outcome already happened.
-    fn send_notices(&self, notices: Vec<Notice>) {
+    pub(super) fn send_notices(&self, notices: Vec<Notice>) {
         if notices.is_empty() {
             return;
         }
@@ -666,7 +666,8 @@ impl Broker {
     }
 }
 
-fn receipt(m: &Message, status: Status, why: &str) -> Receipt {
+/// A receipt for `m` with `status` and, when not empty, the reason `why`.
+pub(super) fn receipt(m: &Message, status: Status, why: &str) -> Receipt {
     Receipt {
         message_id: m.message_id.clone(),
         status,

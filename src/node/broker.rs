@@ -296,7 +296,9 @@ impl JsBroker {
     }
 
     /// Remove dead registrations and move undelivered mail of dead sessions to
-    /// `dead-letter.jsonl` (never dropped). Errors: `E_CLOSED`, store codes.
+    /// `dead-letter.jsonl` (kept, and rescued if the session registers again), with a
+    /// `dropped` receipt ("recipient session ended") for each sender. Errors: `E_CLOSED`,
+    /// store codes.
     #[napi(catch_unwind)]
     pub fn sweep(&self) -> Result<SweepResult, JsCode> {
         self.inner.sweep().map(Into::into).map_err(to_js)
@@ -577,6 +579,15 @@ impl JsBroker {
     #[napi(catch_unwind)]
     pub fn unwatch(&self) {
         self.inner.unwatch();
+    }
+
+    /// The session ended (deleted in OpenCode): `close()`, then move its undelivered inbox to
+    /// `dead-letter.jsonl` with a final `dropped` receipt ("recipient session ended") for each
+    /// sender. Returns how many messages were dead-lettered (0 when already closed).
+    /// Errors: store codes (the handle is closed regardless).
+    #[napi(catch_unwind)]
+    pub fn end_session(&self) -> Result<u32, JsCode> {
+        self.inner.end_session().map(|n| n as u32).map_err(to_js)
     }
 
     /// Stop the watcher and unregister (an attached handle stays registered). Idempotent;
