@@ -328,6 +328,21 @@ export interface DeliverableMessage {
   permissionReply?: PermissionAdvisoryInfo
 }
 
+/**
+ * Peer text for a terminal: the characters the model's frame escapes (controls and Unicode
+ * format characters, Cf: tag characters, zero-width characters, word joiner, BOM, soft
+ * hyphen, bidi controls, …) as `\e`, `\t`, `\xNN`, `\uXXXX` or `\u{XXXXX}`; newlines kept
+ * when `keepNewlines` (default false: written `
+`). The one helper of the CLI's output.
+ */
+export declare function escapeForTerminal(text: string, keepNewlines?: boolean | undefined | null): string
+
+/**
+ * JSON text with the same characters as `escapeForTerminal` written as `\uXXXX` (UTF-16
+ * units): the same JSON value, nothing hidden from a terminal that shows it.
+ */
+export declare function escapeJsonText(json: string): string
+
 /** One `key: value` field of a listing entry or notice. */
 export interface FrameField {
   /** Key (sanitised as a label). */
