@@ -200,6 +200,12 @@ export declare class Broker {
    * process exits, so close handles you no longer use. Errors: `E_CLOSED`, `E_IO`.
    */
   watch(callback: (change: InboxChange) => void): void
+  /**
+   * Whether the handle is still whole: open, registered in the root's `registry.json`, and
+   * its watch (if any) alive. `false` after the broker root was deleted (and perhaps
+   * recreated) under it: close it and open a new handle. Never throws.
+   */
+  isHealthy(): boolean
   /** Stop the watch, if any. Idempotent. */
   unwatch(): void
   /**

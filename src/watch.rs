@@ -16,7 +16,7 @@
 use std::collections::HashMap;
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 
 use notify::{EventKind, RecommendedWatcher, RecursiveMode, Watcher};
@@ -30,6 +30,9 @@ type Subscribers = Arc<Mutex<HashMap<OsString, Vec<(u64, Callback)>>>>;
 struct RootWatch {
     _watcher: RecommendedWatcher,
     subscribers: Subscribers,
+    /// Set when the root directory itself was removed: the watch is dead (inotify drops it),
+    /// and the next subscription for this path starts a new watcher.
+    dead: Arc<AtomicBool>,
 }
 
 fn table() -> &'static Mutex<HashMap<PathBuf, RootWatch>> {
@@ -38,6 +41,16 @@ fn table() -> &'static Mutex<HashMap<PathBuf, RootWatch>> {
 }
 
 static NEXT_ID: AtomicU64 = AtomicU64::new(1);
+
+/// Whether the watch on `root` is dead because the directory was removed (nothing more will be
+/// seen until a new subscription starts a new watcher). `false` when `root` is not watched.
+pub fn is_dead(root: &Path) -> bool {
+    table()
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .get(root)
+        .is_some_and(|rw| rw.dead.load(Ordering::Acquire))
+}
 
 /// How many roots this process watches, i.e. its live `notify` watchers (one inotify instance
 /// and one thread each on Linux), and how many subscriptions they serve in total.
@@ -89,6 +102,12 @@ impl InboxWatcher {
         let on_change: Callback = Arc::new(SyncFn(Mutex::new(on_change)));
         let id = NEXT_ID.fetch_add(1, Ordering::Relaxed);
         let mut t = table().lock().unwrap_or_else(|p| p.into_inner());
+        if t.get(root)
+            .is_some_and(|rw| rw.dead.load(Ordering::Acquire))
+        {
+            // The root was deleted (and maybe recreated): its old watch sees nothing more.
+            t.remove(root);
+        }
         if !t.contains_key(root) {
             let rw = start_root(root)?;
             t.insert(root.to_path_buf(), rw);
@@ -160,10 +179,17 @@ impl SyncFn {
 fn start_root(root: &Path) -> Result<RootWatch> {
     let subscribers: Subscribers = Arc::default();
     let subs = Arc::clone(&subscribers);
+    let dead = Arc::new(AtomicBool::new(false));
+    let dead_flag = Arc::clone(&dead);
+    let root_path = root.to_path_buf();
     let mut watcher = notify::recommended_watcher(move |res: notify::Result<notify::Event>| {
         let Ok(event) = res else { return };
         if matches!(event.kind, EventKind::Access(_)) {
             return;
+        }
+        if matches!(event.kind, EventKind::Remove(_)) && event.paths.iter().any(|p| *p == root_path)
+        {
+            dead_flag.store(true, Ordering::Release);
         }
         let mut due: Vec<Callback> = Vec::new();
         {
@@ -185,6 +211,7 @@ fn start_root(root: &Path) -> Result<RootWatch> {
     Ok(RootWatch {
         _watcher: watcher,
         subscribers,
+        dead,
     })
 }
 
@@ -252,6 +279,30 @@ mod tests {
         while rx.try_recv().is_ok() {}
         crate::store::write_array_atomic(&root.join("b.inbox.json"), &[]).unwrap();
         assert_eq!(rx.recv_timeout(Duration::from_secs(2)).unwrap(), "b");
+    }
+
+    #[test]
+    fn a_deleted_root_is_seen_dead_and_a_new_subscription_watches_the_new_directory() {
+        let d = tempfile::tempdir().unwrap();
+        let root = d.path().join("broker");
+        std::fs::create_dir(&root).unwrap();
+        let (tx, rx) = mpsc::channel();
+        let _old =
+            InboxWatcher::start(&root, "a.inbox.json".into(), counter(tx.clone(), "old")).unwrap();
+        std::fs::remove_dir_all(&root).unwrap();
+        for _ in 0..200 {
+            if is_dead(&root) {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        assert!(is_dead(&root), "removal of the root seen");
+        std::fs::create_dir(&root).unwrap();
+        let _new = InboxWatcher::start(&root, "a.inbox.json".into(), counter(tx, "new")).unwrap();
+        assert!(!is_dead(&root));
+        while rx.try_recv().is_ok() {}
+        crate::store::write_array_atomic(&root.join("a.inbox.json"), &[]).unwrap();
+        assert_eq!(rx.recv_timeout(Duration::from_secs(2)).unwrap(), "new");
     }
 
     #[test]

@@ -151,7 +151,10 @@ function startInstance(
       pending: (sid) => (sessions.get(sid)?.peek().length ?? 0) > 0,
       ack: (sid, ids, status) => void sessions.get(sid)?.acknowledge(ids, status),
       paused: (sid, ids) => void sessions.get(sid)?.reportPaused(ids),
-      housekeeping: (sid) => void sessions.get(sid)?.expireHeld(),
+      housekeeping(sid) {
+        sessions.heal(sid);
+        void sessions.get(sid)?.expireHeld();
+      },
       advise(sid, item) {
         const text = adviceText(item);
         if (!text) return;

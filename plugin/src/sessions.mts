@@ -144,6 +144,26 @@ export class Sessions {
     }
   }
 
+  /**
+   * Self-healing: when a session's handle lost its registration or its inbox watch (the broker
+   * root was deleted, perhaps recreated), close it and register the session again (a new
+   * handle, a new watch), logging it once. A failed attempt leaves the session unregistered;
+   * its next event registers it (`brokerFor`).
+   */
+  heal(sessionId: string): void {
+    const b = this.brokers.get(sessionId);
+    if (!b || this.closed || b.isHealthy()) return;
+    const root = b.root;
+    this.brokers.delete(sessionId);
+    try {
+      b.close();
+    } catch {
+      // its registration is gone already
+    }
+    this.logger.log("warn", `session ${sessionId}: its registration or inbox watch in ${root} was lost (the broker root was deleted or replaced); registering it again`);
+    this.register(sessionId);
+  }
+
   /** Mark a session busy or idle (from `session.status` / `session.idle`, or after an injection). */
   setBusy(sessionId: string, busy: boolean): void {
     this.busy.set(sessionId, busy);

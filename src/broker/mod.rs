@@ -472,6 +472,25 @@ impl Broker {
         Ok(())
     }
 
+    /// Whether this handle is still whole: open, its registration present in `registry.json`,
+    /// and its inbox watch (if any) alive. `false` after the broker root was deleted (and
+    /// perhaps recreated) under it: the caller opens a new handle (self-healing).
+    pub fn is_healthy(&self) -> bool {
+        if self.check_open().is_err() || !self.root.path().is_dir() {
+            return false;
+        }
+        let registered = self
+            .registrations()
+            .map(|r| self.own_registration(&r).is_ok())
+            .unwrap_or(false);
+        let watching = self
+            .watcher
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .is_some();
+        registered && !(watching && crate::watch::is_dead(self.root.path()))
+    }
+
     /// Stop the watch, if any. Idempotent.
     pub fn unwatch(&self) {
         let w = self

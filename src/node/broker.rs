@@ -575,6 +575,14 @@ impl JsBroker {
             .map_err(to_js)
     }
 
+    /// Whether the handle is still whole: open, registered in the root's `registry.json`, and
+    /// its watch (if any) alive. `false` after the broker root was deleted (and perhaps
+    /// recreated) under it: close it and open a new handle. Never throws.
+    #[napi(catch_unwind)]
+    pub fn is_healthy(&self) -> bool {
+        self.inner.is_healthy()
+    }
+
     /// Stop the watch, if any. Idempotent.
     #[napi(catch_unwind)]
     pub fn unwatch(&self) {
