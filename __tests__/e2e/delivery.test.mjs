@@ -190,3 +190,42 @@ describe("the user's stop wins", () => {
     }
   });
 });
+
+describe('self-healing when the broker root goes away', () => {
+  test('delete and recreate the root: the session registers again (logged once) and gets its mail', async () => {
+    const brokerRoot = path.join(tmpdir('c2c-broker-'), 'broker');
+    fs.mkdirSync(brokerRoot, { mode: 0o700 });
+    const oc = await startOpencode({
+      modelBaseURL: mock.baseURL('heal'),
+      plugins: [[REPO_ROOT, { alias: 'bob', brokerRoot, fallbackIntervalMs: 300 }]],
+    });
+    servers.push(oc);
+    const c = client(oc);
+    const s = await c.createSession({ title: 'bob' });
+    await waitFor(() => addon.listRegistrations(brokerRoot).some((r) => r.sessionId === s.id && r.alive), { message: 'bob registered' });
+
+    fs.rmSync(brokerRoot, { recursive: true, force: true });
+    fs.mkdirSync(brokerRoot, { mode: 0o700 });
+    const healed = await waitFor(() => addon.listRegistrations(brokerRoot).find((r) => r.sessionId === s.id && r.alive), {
+      message: 'registered again in the new root',
+      timeoutMs: 30_000,
+    });
+    const sender = addon.Broker.open({ sessionId: 'ses_test_sender', alias: 'tester', root: brokerRoot });
+    try {
+      const sent = sender.send(healed.alias, 'after the root came back');
+      await waitFor(async () => (await peerParts(c, s.id)).some((p) => p.metadata.peerMessage.messageId === sent.messageId), {
+        message: 'delivered after healing',
+        timeoutMs: 30_000,
+      });
+      await c.waitIdle(s.id);
+      await waitFor(() => sender.receipts(10).find((r) => r.messageId === sent.messageId)?.status === 'delivered', { message: 'delivered receipt' });
+      // Several more housekeeping ticks: the loss is logged once, not on every tick.
+      await new Promise((r) => setTimeout(r, 1500));
+      const lines = oc.logs().split('\n').filter((l) => l.startsWith('[c2c-bridge]') && l.includes('was lost (the broker root was deleted or replaced)'));
+      expect(lines).toHaveLength(1);
+      expect(lines[0]).toContain(s.id);
+    } finally {
+      sender.close();
+    }
+  });
+});
