@@ -187,8 +187,7 @@ fn start_root(root: &Path) -> Result<RootWatch> {
         if matches!(event.kind, EventKind::Access(_)) {
             return;
         }
-        if matches!(event.kind, EventKind::Remove(_)) && event.paths.iter().any(|p| *p == root_path)
-        {
+        if matches!(event.kind, EventKind::Remove(_)) && event.paths.contains(&root_path) {
             dead_flag.store(true, Ordering::Release);
         }
         let mut due: Vec<Callback> = Vec::new();

@@ -628,7 +628,7 @@ impl Broker {
         let found: Vec<Message> = self
             .peek()?
             .into_iter()
-            .filter(|m| message_ids.iter().any(|id| *id == m.message_id))
+            .filter(|m| message_ids.contains(&m.message_id))
             .collect();
         let notices: Vec<Notice> = found
             .iter()
