@@ -133,7 +133,7 @@ describe('"delivered" means persisted', () => {
     }
     expect(tally.lost).toBe(0);
     expect(tally.duplicated).toBe(0);
-  });
+  }, 120_000 * KILL_ROUNDS);
 });
 
 describe("the user's stop wins", () => {

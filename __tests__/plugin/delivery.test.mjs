@@ -298,7 +298,7 @@ describe('Delivery queue', () => {
     expect(acked).toEqual(['a']);
   });
 
-  test('a turn we started that ends with no assistant message (aborted before the model) pauses delivery', async () => {
+  test('a turn we started that ends without a completed answer (aborted before or during the model) pauses delivery', async () => {
     const inbox = [msg('a'), msg('b'), msg('c')];
     let d;
     const { client, calls } = recordingClient({ onAccepted: (id) => d.stored('ses_me', id, `msg_user_${id}`) });
@@ -306,8 +306,9 @@ describe('Delivery queue', () => {
     d = new Delivery(deps, makeInject(client), { fallbackIntervalMs: 1000, retryBaseMs: 5 });
     await d.flush('ses_me');
     await sleep(5);
-    // a normal turn: the model answers, then idle
-    d.answered('ses_me', 'msg_user_a');
+    // a normal turn: the model answers (a step, then the final step), then idle
+    d.answered('ses_me', 'msg_user_a', { completed: false, failed: false });
+    d.answered('ses_me', 'msg_user_a', { completed: true, failed: false });
     d.turnEnded('ses_me');
     expect(d.isPaused('ses_me')).toBe(false);
     busy.set('ses_me', false);
@@ -315,11 +316,19 @@ describe('Delivery queue', () => {
     await sleep(5);
     expect(calls.length).toBe(2);
     // stopped before the model began: idle without an answer
-    d.answered('ses_me', 'msg_user_other');
+    d.answered('ses_me', 'msg_user_other', { completed: true, failed: false });
     d.turnEnded('ses_me');
     expect(d.isPaused('ses_me')).toBe(true);
     busy.set('ses_me', false);
     await d.flush('ses_me');
     expect(calls.length).toBe(2);
+    // resumed; the next turn's answer fails (an abort mid-answer): paused again
+    d.resume('ses_me');
+    await d.flush('ses_me');
+    await sleep(5);
+    expect(calls.length).toBe(3);
+    d.answered('ses_me', 'msg_user_c', { completed: true, failed: true });
+    d.turnEnded('ses_me');
+    expect(d.isPaused('ses_me')).toBe(true);
   });
 });

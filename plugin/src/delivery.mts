@@ -122,8 +122,11 @@ interface SessionState {
   paused: boolean;
   /** Ids whose senders were told `paused` (each once per pause). */
   pausedTold: Set<string>;
-  /** The user message of the last stored injection, and whether the model started answering it. */
-  turn?: { userMessageId: string; answered: boolean };
+  /**
+   * The user message of the last stored injection; whether an answer to it completed without
+   * error, and whether one failed (aborted or errored).
+   */
+  turn?: { userMessageId: string; completed: boolean; failed: boolean };
 }
 
 const MAX_REMEMBERED = 10_000;
@@ -190,7 +193,7 @@ export class Delivery {
     const s = this.state.get(sessionId);
     if (!s) return;
     this.remember(s, messageId);
-    if (userMessageId) s.turn = { userMessageId, answered: false };
+    if (userMessageId && s.turn?.userMessageId !== userMessageId) s.turn = { userMessageId, completed: false, failed: false };
     const f = s.inflight;
     if (!f || f.id !== messageId) return;
     f.stored = true;
@@ -210,25 +213,29 @@ export class Delivery {
   }
 
   /**
-   * An assistant message answering `parentMessageId` appeared in `sessionId`
-   * (`message.updated`): the turn our injection started is under way.
+   * An assistant message answering `parentMessageId` in `sessionId` was updated
+   * (`message.updated`): `completed` when it has `time.completed`, `failed` when its `error` is
+   * `MessageAbortedError` (the user's abort).
    */
-  answered(sessionId: string, parentMessageId: string): void {
+  answered(sessionId: string, parentMessageId: string, info: { completed: boolean; failed: boolean }): void {
     const t = this.state.get(sessionId)?.turn;
-    if (t && t.userMessageId === parentMessageId) t.answered = true;
+    if (!t || t.userMessageId !== parentMessageId) return;
+    if (info.failed) t.failed = true;
+    else if (info.completed) t.completed = true;
   }
 
   /**
-   * `sessionId` went idle. A turn we started that ends without any assistant message was
-   * stopped before the model began (OpenCode 1.18.33 publishes no `session.error` for an
-   * abort at that point, only `idle`): treated as the user's stop, like an abort.
+   * `sessionId` went idle. A turn we started that ends without a completed answer, or with an
+   * aborted one, was stopped: OpenCode 1.18.33 publishes `session.error` MessageAbortedError
+   * for an abort while the model answers, but only `idle` for one before the model began.
+   * Delivery pauses as after an abort; the user's next prompt resumes it.
    */
   turnEnded(sessionId: string): void {
     const s = this.state.get(sessionId);
     const t = s?.turn;
     if (!s || !t) return;
     s.turn = undefined;
-    if (!t.answered) this.pause(sessionId);
+    if (!t.completed || t.failed) this.pause(sessionId);
   }
 
   /** The user prompted again (or ran `/peers-inbox`): delivery into `sessionId` resumes. */

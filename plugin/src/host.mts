@@ -81,6 +81,8 @@ export interface HostMessage {
   parentID?: string;
   time?: { created?: number; completed?: number };
   finish?: string;
+  /** Set on an assistant message that failed, e.g. `{ name: "MessageAbortedError" }` after an abort. */
+  error?: { name?: string } | null;
   summary?: unknown;
   mode?: string;
 }

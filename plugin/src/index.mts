@@ -179,7 +179,12 @@ function startInstance(
         const res = await client.session.status?.();
         const map = res?.data;
         if (!map) return;
-        for (const sid of sessions.registered()) sessions.setBusy(sid, map[sid]?.type === "busy" || map[sid]?.type === "retry");
+        for (const sid of sessions.registered()) {
+          const busy = map[sid]?.type === "busy" || map[sid]?.type === "retry";
+          // A turn that ended without an idle event ends here (and may have been a stop).
+          if (!busy && sessions.isBusy(sid) === true) delivery.current?.turnEnded(sid);
+          sessions.setBusy(sid, busy);
+        }
       },
       log: (level, message) => logger.log(level, message),
     },
@@ -302,7 +307,12 @@ function startInstance(
       }
       case "message.updated": {
         const info = p.info as HostMessage | undefined;
-        if (info?.role === "assistant" && info.parentID) delivery.current?.answered(info.sessionID, info.parentID);
+        if (info?.role === "assistant" && info.parentID) {
+          delivery.current?.answered(info.sessionID, info.parentID, {
+            completed: typeof info.time?.completed === "number",
+            failed: info.error?.name === "MessageAbortedError",
+          });
+        }
         break;
       }
       case "session.error": {
