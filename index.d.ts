@@ -138,8 +138,8 @@ export declare class Broker {
   expireHeld(): Array<string>
   /**
    * Acknowledge handed-on messages with a receipt for their senders: `status` is
-   * `delivered` (after a successful injection) or `duplicate`. Returns the ids moved to
-   * the archive. Errors: `E_INVALID_ARG`, `E_CLOSED`, store codes.
+   * `delivered` (once the injected message is stored in the session) or `duplicate`.
+   * Returns the ids moved to the archive. Errors: `E_INVALID_ARG`, `E_CLOSED`, store codes.
    */
   acknowledge(messageIds: Array<string>, status: string): Array<string>
   /**
@@ -691,7 +691,10 @@ export declare function readLog(root: string, limit?: number | undefined | null)
 export interface ReceiptInfo {
   /** The message. */
   messageId: string
-  /** `delivered`, `held`, `refused`, `expired`, `dropped`, `duplicate` or `rate_limited`. */
+  /**
+   * `delivered`, `paused` (still queued), `held`, `refused`, `expired`, `dropped`,
+   * `duplicate` or `rate_limited`.
+   */
   status: string
   /** The recipient alias as addressed. */
   toAlias: string

@@ -445,8 +445,8 @@ impl JsBroker {
     }
 
     /// Acknowledge handed-on messages with a receipt for their senders: `status` is
-    /// `delivered` (after a successful injection) or `duplicate`. Returns the ids moved to
-    /// the archive. Errors: `E_INVALID_ARG`, `E_CLOSED`, store codes.
+    /// `delivered` (once the injected message is stored in the session) or `duplicate`.
+    /// Returns the ids moved to the archive. Errors: `E_INVALID_ARG`, `E_CLOSED`, store codes.
     #[napi(catch_unwind)]
     pub fn acknowledge(
         &self,
