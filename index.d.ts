@@ -78,7 +78,9 @@ export declare class Broker {
   drain(): Array<InboxMessage>
   /**
    * Remove dead registrations and move undelivered mail of dead sessions to
-   * `dead-letter.jsonl` (never dropped). Errors: `E_CLOSED`, store codes.
+   * `dead-letter.jsonl` (kept, and rescued if the session registers again), with a
+   * `dropped` receipt ("recipient session ended") for each sender. Errors: `E_CLOSED`,
+   * store codes.
    */
   sweep(): SweepResult
   /**
@@ -160,10 +162,16 @@ export declare class Broker {
   expireHeld(): Array<string>
   /**
    * Acknowledge handed-on messages with a receipt for their senders: `status` is
-   * `delivered` (after a successful injection) or `duplicate`. Returns the ids moved to
-   * the archive. Errors: `E_INVALID_ARG`, `E_CLOSED`, store codes.
+   * `delivered` (once the injected message is stored in the session) or `duplicate`.
+   * Returns the ids moved to the archive. Errors: `E_INVALID_ARG`, `E_CLOSED`, store codes.
    */
   acknowledge(messageIds: Array<string>, status: string): Array<string>
+  /**
+   * Tell the senders of these queued messages that delivery is paused by this session's user
+   * (after an abort): a `paused` receipt each; the messages stay in the inbox. Returns the
+   * ids found. Errors: `E_CLOSED`, store codes.
+   */
+  reportPaused(messageIds: Array<string>): Array<string>
   /**
    * This session's receipts: the latest outcome of each of the last `limit` (default 50)
    * messages it sent. Errors: `E_CLOSED`, store codes.
@@ -207,11 +215,30 @@ export declare class Broker {
    * Call `callback({ sessionId })` whenever this session's inbox file changes (inotify,
    * including atomic renames; no polling). The callback runs on the JS thread; it never
    * keeps the process alive, and an exception it throws is swallowed, never fatal.
-   * Replaces an earlier watch. Errors: `E_CLOSED`, `E_IO`.
+   * Replaces an earlier watch.
+   *
+   * All handles of one broker root in a process share one watcher (one inotify instance,
+   * one thread), whatever the number of sessions. The watch lives as long as the handle is
+   * open: it ends with `unwatch()` or `close()`, never with garbage collection. A handle
+   * that is collected without `close()` keeps its watch, like its registration, until the
+   * process exits, so close handles you no longer use. Errors: `E_CLOSED`, `E_IO`.
    */
   watch(callback: (change: InboxChange) => void): void
+  /**
+   * Whether the handle is still whole: open, registered in the root's `registry.json`, and
+   * its watch (if any) alive. `false` after the broker root was deleted (and perhaps
+   * recreated) under it: close it and open a new handle. Never throws.
+   */
+  isHealthy(): boolean
   /** Stop the watch, if any. Idempotent. */
   unwatch(): void
+  /**
+   * The session ended (deleted in OpenCode): `close()`, then move its undelivered inbox to
+   * `dead-letter.jsonl` with a final `dropped` receipt ("recipient session ended") for each
+   * sender. Returns how many messages were dead-lettered (0 when already closed).
+   * Errors: store codes (the handle is closed regardless).
+   */
+  endSession(): number
   /**
    * Stop the watcher and unregister (an attached handle stays registered). Idempotent;
    * later calls fail with `E_CLOSED`. Errors: store codes while unregistering.
@@ -370,6 +397,21 @@ export interface DeliverableMessage {
   /** Set when the whole body is a permission reply to one of this session's requests. */
   permissionReply?: PermissionAdvisoryInfo
 }
+
+/**
+ * Peer text for a terminal: the characters the model's frame escapes (controls and Unicode
+ * format characters, Cf: tag characters, zero-width characters, word joiner, BOM, soft
+ * hyphen, bidi controls, …) as `\e`, `\t`, `\xNN`, `\uXXXX` or `\u{XXXXX}`; newlines kept
+ * when `keepNewlines` (default false: written `
+`). The one helper of the CLI's output.
+ */
+export declare function escapeForTerminal(text: string, keepNewlines?: boolean | undefined | null): string
+
+/**
+ * JSON text with the same characters as `escapeForTerminal` written as `\uXXXX` (UTF-16
+ * units): the same JSON value, nothing hidden from a terminal that shows it.
+ */
+export declare function escapeJsonText(json: string): string
 
 /** One `key: value` field of a listing entry or notice. */
 export interface FrameField {
@@ -766,7 +808,10 @@ export declare function readLog(root: string, limit?: number | undefined | null)
 export interface ReceiptInfo {
   /** The message. */
   messageId: string
-  /** `delivered`, `held`, `refused`, `expired`, `dropped`, `duplicate` or `rate_limited`. */
+  /**
+   * `delivered`, `paused` (still queued), `held`, `refused`, `expired`, `dropped`,
+   * `duplicate` or `rate_limited`.
+   */
   status: string
   /** The recipient alias as addressed. */
   toAlias: string
@@ -866,6 +911,15 @@ export interface SkippedRecipient {
   /** Why (`"not alive"`). */
   reason: string
 }
+
+/**
+ * The strictest of several values of one policy setting (`"inbound"` or
+ * `"peerPermissions"`), for one directory configured twice in one process: `inbound` accept <
+ * auto < hold < refuse, `peerPermissions` allow < ask < deny; blank values count as unset
+ * (`null` when all are); an invalid word is returned as written (fail closed: it wins over
+ * every valid one). Errors: `E_INVALID_ARG` for another setting name.
+ */
+export declare function strictestSetting(setting: string, values: Array<string>): string | null
 
 /** Result of `sweep`. */
 export interface SweepResult {

@@ -7,7 +7,8 @@
 //
 // Terminal safety: aliases, session ids, message text and log fields are peer-controlled.
 // Everything printed in text mode goes through `safe()` (control characters, DEL, C1 and
-// bidi controls escaped); --json output escapes the same characters as \uXXXX.
+// bidi controls and every other Unicode format character escaped, by the addon's shared
+// escapeForTerminal); --json output escapes the same characters as \uXXXX.
 'use strict';
 
 const fs = require('node:fs');
@@ -91,37 +92,56 @@ const usage = (message, code = 'E_USAGE') => new CliError(code, message, EXIT_US
 // ---------------------------------------------------------------------------------------
 // Output
 
-// C0 controls (except \n, handled by the caller), DEL, C1 controls, and the Unicode
-// bidirectional / line-separator controls that can reorder or split what a terminal shows.
-// eslint-disable-next-line no-control-regex
-const UNSAFE = /[\u0000-\u0009\u000b-\u001f\u007f-\u009f\u2028\u2029\u202a-\u202e\u2066-\u2069\u200e\u200f\u061c]/g;
-const NAMED = { '\t': '\\t', '\r': '\\r', '\b': '\\b', '\f': '\\f', '\v': '\\v', '\u001b': '\\e' };
-
-function escapeChar(c) {
-  if (NAMED[c]) return NAMED[c];
-  const n = c.charCodeAt(0);
-  return n < 0x100 ? `\\x${n.toString(16).padStart(2, '0')}` : `\\u${n.toString(16).padStart(4, '0')}`;
+// Peer text reaches the terminal only through the addon's escapeForTerminal / escapeJsonText:
+// the same characters the model's frame escapes (controls and Unicode format characters, Cf:
+// tag characters, zero-width characters, word joiner, BOM, soft hyphen, bidi controls, …),
+// one definition in Rust (envelope.rs). Without the addon (it failed to load), every
+// character outside printable ASCII is escaped instead: never less.
+let escaper;
+function loadEscaper() {
+  if (escaper === undefined) {
+    try {
+      const a = require('../index.js');
+      escaper = typeof a.escapeForTerminal === 'function' ? a : null;
+    } catch {
+      escaper = null;
+    }
+  }
+  return escaper;
+}
+function strictEscape(text, keepNewlines) {
+  return text.replace(/[^\x20-\x7e\n]|\n/g, (c) => {
+    if (c === '\n') return keepNewlines ? '\n' : '\\n';
+    const n = c.codePointAt(0);
+    return `\\u${n.toString(16).padStart(4, '0')}`;
+  });
 }
 
-/** One line of peer-controlled text: every control character escaped, newlines too. */
+/** One line of peer-controlled text: every control and format character escaped, newlines too. */
 function safe(value) {
-  return String(value ?? '').replace(UNSAFE, escapeChar).replace(/\n/g, '\\n');
+  const text = String(value ?? '');
+  const e = loadEscaper();
+  return e ? e.escapeForTerminal(text, false) : strictEscape(text, false);
 }
 
 /**
- * Multi-line peer text: control characters escaped, and each continuation line indented so
- * the text can never produce a line that looks like CLI output of its own.
+ * Multi-line peer text: escaped as `safe`, and each continuation line indented so the text can
+ * never produce a line that looks like CLI output of its own.
  */
 function safeBlock(value, indent = '    ') {
-  return String(value ?? '').replace(UNSAFE, escapeChar).split('\n').map((l) => indent + l).join('\n');
+  const text = String(value ?? '');
+  const e = loadEscaper();
+  return (e ? e.escapeForTerminal(text, true) : strictEscape(text, true))
+    .split('\n')
+    .map((l) => indent + l)
+    .join('\n');
 }
 
 /** JSON for machines, with the same characters escaped as \uXXXX (still valid JSON). */
 function toJson(value) {
-  return JSON.stringify(value, null, 2).replace(
-    /[\u007f-\u009f\u2028\u2029\u202a-\u202e\u2066-\u2069\u200e\u200f\u061c]/g,
-    (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`,
-  );
+  const json = JSON.stringify(value, null, 2);
+  const e = loadEscaper();
+  return e ? e.escapeJsonText(json) : json.replace(/[^\x20-\x7e\n]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`);
 }
 
 function fmtTs(ts) {

@@ -465,6 +465,58 @@ fn push_value(out: &mut String, value: &str) {
     }
 }
 
+/// Peer text for a terminal (the CLI's `held`, `inbox`, peer lists): exactly the characters
+/// a frame escapes ([`needs_escape`]: controls, Unicode format characters (Cf) such as tag
+/// characters, zero-width characters, word joiner, BOM and soft hyphen, line separators,
+/// non-characters, invisible fillers) are shown as escapes: `\t`, `\r`, `\b`, `\f`, `\v`,
+/// `\e` (ESC), `\xNN` below U+0100, `\uXXXX` in the BMP, `\u{XXXXX}` above. `\n` is kept
+/// when `keep_newlines`, else written `\n`.
+pub fn escape_for_terminal(text: &str, keep_newlines: bool) -> String {
+    let mut out = String::with_capacity(text.len());
+    for ch in text.chars() {
+        match ch {
+            '\n' if keep_newlines => out.push('\n'),
+            '\n' => out.push_str("\\n"),
+            '\t' => out.push_str("\\t"),
+            '\r' => out.push_str("\\r"),
+            '\u{8}' => out.push_str("\\b"),
+            '\u{c}' => out.push_str("\\f"),
+            '\u{b}' => out.push_str("\\v"),
+            '\u{1b}' => out.push_str("\\e"),
+            c if needs_escape(c) => {
+                let n = c as u32;
+                let _ = if n < 0x100 {
+                    write!(out, "\\x{n:02x}")
+                } else if n < 0x10000 {
+                    write!(out, "\\u{n:04x}")
+                } else {
+                    write!(out, "\\u{{{n:x}}}")
+                };
+            }
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+/// JSON text (e.g. `JSON.stringify` output) with every character [`needs_escape`] names
+/// written as JSON `\uXXXX` escapes (UTF-16 units; still the same JSON value). Controls below
+/// U+0020 are already escaped by any JSON writer and are left as they are.
+pub fn escape_json_text(json: &str) -> String {
+    let mut out = String::with_capacity(json.len());
+    for ch in json.chars() {
+        if (ch as u32) >= 0x20 && needs_escape(ch) {
+            let mut units = [0u16; 2];
+            for u in ch.encode_utf16(&mut units) {
+                let _ = write!(out, "\\u{u:04x}");
+            }
+        } else {
+            out.push(ch);
+        }
+    }
+    out
+}
+
 /// Whether `ch` must be shown as an escape: Cc (all, including `\n`/`\t`; callers that keep
 /// those check first), Cf, Zl, Zp, non-characters and invisible fillers.
 ///
@@ -890,6 +942,28 @@ mod tests {
             parse_permission_reply(&format!("permission:{}:reject", "a".repeat(129))),
             None
         );
+    }
+
+    #[test]
+    fn terminal_and_json_escapes_cover_format_characters() {
+        let hidden = "Please review PR 12.\u{e0049}\u{e0067}\u{200b}\u{2060}\u{feff}\u{ad}\u{202e}\u{1b}[2J\u{7}";
+        let t = escape_for_terminal(hidden, false);
+        assert_eq!(
+            t,
+            "Please review PR 12.\\u{e0049}\\u{e0067}\\u200b\\u2060\\ufeff\\xad\\u202e\\e[2J\\x07"
+        );
+        assert!(t.chars().all(|c| !needs_escape(c)));
+        assert_eq!(escape_for_terminal("a\nb", true), "a\nb");
+        assert_eq!(escape_for_terminal("a\nb", false), "a\\nb");
+        let json = serde_json::to_string(&serde_json::json!({ "content": hidden })).unwrap();
+        let j = escape_json_text(&json);
+        assert!(j.chars().all(|c| !needs_escape(c)), "{j}");
+        assert!(
+            j.contains("\\udb40\\udc49"),
+            "tag characters as surrogate pairs: {j}"
+        );
+        let back: serde_json::Value = serde_json::from_str(&j).unwrap();
+        assert_eq!(back["content"], hidden, "the same JSON value");
     }
 
     #[test]

@@ -7,9 +7,9 @@
 //! `from_session_id` (plain c2c clients) get no receipt: there is nowhere safe to put one, and
 //! routing it by alias could hand it to a new owner of that alias.
 //!
-//! A receipt is never `delivered` before the injection into the recipient's session
-//! succeeded: only [`crate::Broker::acknowledge`] writes that status, and the plugin calls it
-//! after `promptAsync` returned.
+//! A receipt is never `delivered` before the message is stored in the recipient's session:
+//! only [`crate::Broker::acknowledge`] writes that status, and the plugin calls it once it has
+//! seen the injected message stored (an event or the transcript), not on `promptAsync`'s 204.
 
 use std::path::Path;
 
@@ -23,7 +23,7 @@ use crate::store::{self, BrokerRoot};
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Status {
-    /// Shown to the recipient's model (after `promptAsync` succeeded).
+    /// Shown to the recipient's model (stored in its session).
     Delivered,
     /// Waiting in the recipient's held inbox for a human.
     Held,
@@ -40,6 +40,9 @@ pub enum Status {
     /// The stored record could not be read by the recipient (not JSON, or no message); it
     /// was moved aside unread, byte for byte (`quarantine/`).
     Unreadable,
+    /// Still queued: the recipient's user stopped a turn, and delivery into that session waits
+    /// until the user prompts again (not terminal; a later receipt follows).
+    Paused,
 }
 
 impl Status {
@@ -54,6 +57,7 @@ impl Status {
             Status::Duplicate => "duplicate",
             Status::RateLimited => "rate_limited",
             Status::Unreadable => "unreadable",
+            Status::Paused => "paused",
         }
     }
 

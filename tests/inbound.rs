@@ -294,3 +294,72 @@ fn a_failed_release_moves_nothing() {
     assert_eq!(b.release_held(HeldSelector::All).unwrap().len(), 1);
     assert_eq!(b.peek().unwrap()[0].content, "keep me");
 }
+
+#[test]
+fn paused_receipt_keeps_the_message_queued_and_is_not_terminal() {
+    let r = root();
+    let a = open(&r, "ses_a", "alice", "pa", "accept");
+    let b = open(&r, "ses_b", "bob", "pb", "accept");
+    let sent = a.send("bob", "task 2", &SendOptions::default()).unwrap();
+    let ids = vec![sent.message_id.clone(), "not-in-the-inbox".to_string()];
+    assert_eq!(
+        b.report_paused(&ids).unwrap(),
+        vec![sent.message_id.clone()]
+    );
+    // still queued, nothing archived, no notice in alice's inbox (paused is not a bad outcome)
+    assert_eq!(b.peek().unwrap().len(), 1);
+    assert!(!r.path.join("archive/ses_b.jsonl").exists());
+    assert!(a.peek().unwrap().is_empty());
+    assert_eq!(a.receipts(10).unwrap()[0].status, Status::Paused);
+    // the later outcome wins
+    b.acknowledge(std::slice::from_ref(&sent.message_id), Status::Delivered)
+        .unwrap();
+    assert_eq!(a.receipts(10).unwrap()[0].status, Status::Delivered);
+}
+
+#[test]
+fn an_ended_or_swept_session_gives_every_queued_message_a_terminal_receipt() {
+    let r = root();
+    let a = open(&r, "ses_a", "alice", "pa", "accept");
+    let b = open(&r, "ses_b", "bob", "pb", "accept");
+    let sent = a
+        .send("bob", "never read", &SendOptions::default())
+        .unwrap();
+    assert_eq!(b.end_session().unwrap(), 1);
+    assert_eq!(b.end_session().unwrap(), 0, "idempotent");
+    let rec = &a.receipts(10).unwrap()[0];
+    assert_eq!(rec.message_id, sent.message_id);
+    assert_eq!(rec.status, Status::Dropped);
+    assert_eq!(rec.reason.as_deref(), Some("recipient session ended"));
+    let dl = std::fs::read_to_string(r.path.join("dead-letter.jsonl")).unwrap();
+    assert!(dl.contains(&sent.message_id));
+    assert!(!r.path.join("ses_b.inbox.json").exists());
+
+    // The sweep does the same for a session whose process died.
+    let c = Broker::open(OpenOptions {
+        session_id: "ses_c".into(),
+        alias: Some("carol".into()),
+        root: Some(r.path.clone()),
+        directory: Some(project_dir(&r, "pc")),
+        pid: Some(i32::MAX as u32 - 7),
+        ..Default::default()
+    })
+    .unwrap();
+    // (carol's pid is not a live process, so a send would be refused: her inbox is written
+    // as mail queued while she was alive would be)
+    let m = serde_json::json!([{"from_alias":"alice","to_alias":"carol","content":"x","ts":1.0,
+        "message_id":"m-swept","from_session_id":"ses_a"}]);
+    std::fs::write(r.path.join("ses_c.inbox.json"), m.to_string()).unwrap();
+    let queued = "m-swept".to_string();
+    drop(c);
+    let report = a.sweep().unwrap();
+    assert!(report.dead_lettered >= 1);
+    let rec = a
+        .receipts(10)
+        .unwrap()
+        .into_iter()
+        .find(|x| x.message_id == queued)
+        .expect("receipt for the swept message");
+    assert_eq!(rec.status, Status::Dropped);
+    assert_eq!(rec.reason.as_deref(), Some("recipient session ended"));
+}

@@ -189,7 +189,7 @@ describe('plugin restart: an already-injected message put back in the inbox is n
       const after = await peerParts(b2, sb.id);
       expect(after.map((p) => p.metadata.peerMessage.messageId)).toEqual([receipt.messageId]);
       expect(await assistantText(b2, sb.id)).toContain('reply to: back after the restart');
-      expect(ocB2.logs()).toContain(`dropping 1 already-injected duplicate(s) for ${sb.id}`);
+      expect(ocB2.logs()).toContain(`confirming 1 message(s) already stored in ${sb.id}`);
       // Acknowledged means archived (again) — never dropped on the floor.
       const archived2 = fs.readFileSync(archive, 'utf8').trim().split('\n').map((l) => JSON.parse(l));
       expect(archived2.every((m) => m.message_id === receipt.messageId)).toBe(true);

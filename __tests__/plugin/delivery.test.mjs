@@ -12,7 +12,7 @@ const here = dirname(fileURLToPath(import.meta.url));
 const pluginSrc = resolve(here, '../../plugin/src');
 
 /** A fake OpenCode client that records every property path touched and every call. */
-function recordingClient({ failFirst = 0, delayMs = 0 } = {}) {
+function recordingClient({ failFirst = 0, delayMs = 0, onAccepted } = {}) {
   const touched = [];
   const calls = [];
   let promptCalls = 0;
@@ -23,6 +23,8 @@ function recordingClient({ failFirst = 0, delayMs = 0 } = {}) {
         calls.push(['session.promptAsync', opts]);
         if (delayMs) await new Promise((r) => setTimeout(r, delayMs));
         if (promptCalls <= failFirst) return { error: { name: 'Injected failure', n: promptCalls } };
+        // OpenCode stores the message after the 204 and publishes message.part.updated.
+        if (onAccepted) setTimeout(() => onAccepted(opts.body.parts[0].metadata.peerMessage.messageId), 0);
         return { response: { status: 204 } };
       },
     },
@@ -62,7 +64,9 @@ function fakeDeps(inbox, { transcript = [] } = {}) {
   const busy = new Map();
   const acked = [];
   const statuses = [];
+  const pausedTold = [];
   return {
+    pausedTold,
     acked,
     statuses,
     busy,
@@ -82,6 +86,7 @@ function fakeDeps(inbox, { transcript = [] } = {}) {
       isBusy: (sid) => busy.get(sid) === true,
       setBusy: (sid, b) => busy.set(sid, b),
       injectedInTranscript: async () => new Set(transcript),
+      paused: (_sid, ids) => pausedTold.push(...ids),
       sessions: () => ['ses_me'],
       log: () => {},
     },
@@ -128,9 +133,10 @@ describe('surfaceAdvisory (structural B098)', () => {
 describe('Delivery queue', () => {
   test('failing the first N promptAsync calls loses nothing and duplicates nothing', async () => {
     const inbox = [msg('a'), msg('b'), msg('c')];
-    const { client, calls } = recordingClient({ failFirst: 4 });
+    let d;
+    const { client, calls } = recordingClient({ failFirst: 4, onAccepted: (id) => d.stored('ses_me', id) });
     const { deps, acked, busy } = fakeDeps(inbox);
-    const d = new Delivery(deps, makeInject(client), { fallbackIntervalMs: 50, retryBaseMs: 5 });
+    d = new Delivery(deps, makeInject(client), { fallbackIntervalMs: 50, retryBaseMs: 5 });
     d.start();
     for (let i = 0; i < 200 && acked.length < 3; i++) {
       await d.flush('ses_me');
@@ -148,11 +154,13 @@ describe('Delivery queue', () => {
 
   test('a slow inject is never doubled by concurrent wake-ups, and nothing is injected while busy', async () => {
     const inbox = [msg('a'), msg('b')];
-    const { client, calls } = recordingClient({ delayMs: 50 });
+    let d;
+    const { client, calls } = recordingClient({ delayMs: 50, onAccepted: (id) => d.stored('ses_me', id) });
     const { deps, acked, busy } = fakeDeps(inbox);
-    const d = new Delivery(deps, makeInject(client), { fallbackIntervalMs: 1000, retryBaseMs: 5 });
+    d = new Delivery(deps, makeInject(client), { fallbackIntervalMs: 1000, retryBaseMs: 5 });
     await Promise.all([d.flush('ses_me'), d.flush('ses_me'), d.flush('ses_me')]);
     expect(calls.length).toBe(1);
+    await sleep(5);
     expect(acked).toEqual(['a']);
     // still busy (no idle event yet): further flushes inject nothing
     await d.flush('ses_me');
@@ -160,6 +168,7 @@ describe('Delivery queue', () => {
     busy.set('ses_me', false);
     await d.flush('ses_me');
     expect(calls.length).toBe(2);
+    await sleep(5);
     expect(acked).toEqual(['a', 'b']);
   });
 
@@ -196,24 +205,29 @@ describe('Delivery queue', () => {
 
   test('after a restart, a message already in the transcript is acknowledged, not injected again', async () => {
     const inbox = [msg('old'), msg('new')];
-    const { client, calls } = recordingClient();
+    let d;
+    const { client, calls } = recordingClient({ onAccepted: (id) => d.stored('ses_me', id) });
     const { deps, acked, statuses } = fakeDeps(inbox, { transcript: ['old'] });
-    const d = new Delivery(deps, makeInject(client), { fallbackIntervalMs: 1000, retryBaseMs: 5 });
+    d = new Delivery(deps, makeInject(client), { fallbackIntervalMs: 1000, retryBaseMs: 5 });
     await d.flush('ses_me');
+    await sleep(5);
     expect(calls.map((c) => c[1].body.parts[0].metadata.peerMessage.messageId)).toEqual(['new']);
     expect(acked.sort()).toEqual(['new', 'old']);
-    expect(statuses.sort()).toEqual([['new', 'delivered'], ['old', 'duplicate']]);
+    // 'old' was stored but never acknowledged (a crash in between): it was delivered.
+    expect(statuses.sort()).toEqual([['new', 'delivered'], ['old', 'delivered']]);
   });
 
   test('a failed ack does not cause a second injection', async () => {
     const inbox = [msg('a')];
-    const { client, calls } = recordingClient();
+    let d;
+    const { client, calls } = recordingClient({ onAccepted: (id) => d.stored('ses_me', id) });
     const { deps, busy } = fakeDeps(inbox);
     deps.ack = () => {
       throw new Error('disk full');
     };
-    const d = new Delivery(deps, makeInject(client), { fallbackIntervalMs: 1000, retryBaseMs: 5 });
+    d = new Delivery(deps, makeInject(client), { fallbackIntervalMs: 1000, retryBaseMs: 5 });
     await d.flush('ses_me');
+    await sleep(5);
     busy.set('ses_me', false);
     await d.flush('ses_me');
     expect(calls.length).toBe(1);
@@ -228,5 +242,124 @@ describe('Delivery queue', () => {
     await sleep(150);
     d.stop();
     expect(calls.length).toBe(1);
+  });
+
+  test('a 204 alone acknowledges nothing: the message is acknowledged once it is seen stored', async () => {
+    const inbox = [msg('a'), msg('b')];
+    const { client, calls } = recordingClient();
+    const { deps, acked, busy, statuses } = fakeDeps(inbox);
+    const d = new Delivery(deps, makeInject(client), { fallbackIntervalMs: 1000, retryBaseMs: 5, confirmTimeoutMs: 60_000 });
+    await d.flush('ses_me');
+    expect(calls.length).toBe(1);
+    expect(acked).toEqual([]);
+    // the turn ends before the event is seen: still nothing else injected
+    busy.set('ses_me', false);
+    await d.flush('ses_me');
+    expect(calls.length).toBe(1);
+    d.stored('ses_me', 'other-id');
+    expect(acked).toEqual([]);
+    d.stored('ses_me', 'a');
+    expect(acked).toEqual(['a']);
+    expect(statuses).toEqual([['a', 'delivered']]);
+    await d.flush('ses_me');
+    expect(calls.length).toBe(2);
+    d.stop();
+  });
+
+  test('the stored event may arrive before promptAsync returns', async () => {
+    const inbox = [msg('a')];
+    let d;
+    const { client } = recordingClient({ delayMs: 30 });
+    const inject = makeInject(client);
+    const { deps, acked } = fakeDeps(inbox);
+    d = new Delivery(deps, async (sid, part) => {
+      setTimeout(() => d.stored(sid, part.metadata.peerMessage.messageId), 5);
+      await inject(sid, part);
+    }, { fallbackIntervalMs: 1000, retryBaseMs: 5, confirmTimeoutMs: 60_000 });
+    await d.flush('ses_me');
+    expect(acked).toEqual(['a']);
+  });
+
+  test('no stored event: the transcript decides; found there, it is acknowledged', async () => {
+    const inbox = [msg('a')];
+    const transcript = [];
+    const { client, calls } = recordingClient({ onAccepted: (id) => transcript.push(id) });
+    const { deps, acked } = fakeDeps(inbox, { transcript });
+    const d = new Delivery(deps, makeInject(client), { fallbackIntervalMs: 1000, retryBaseMs: 5, confirmTimeoutMs: 20 });
+    await d.flush('ses_me');
+    for (let i = 0; i < 100 && acked.length === 0; i++) await sleep(10);
+    expect(acked).toEqual(['a']);
+    expect(calls.length).toBe(1);
+  });
+
+  test('accepted but never stored: injected again, and acknowledged once', async () => {
+    const inbox = [msg('a')];
+    let d;
+    let n = 0;
+    // the first 204 is a lie (a crash would lose it); the second injection is stored
+    const { client, calls } = recordingClient({ onAccepted: (id) => (++n > 1 ? d.stored('ses_me', id) : undefined) });
+    const { deps, acked } = fakeDeps(inbox);
+    d = new Delivery(deps, makeInject(client), { fallbackIntervalMs: 1000, retryBaseMs: 5, confirmTimeoutMs: 10 });
+    await d.flush('ses_me');
+    expect(acked).toEqual([]);
+    for (let i = 0; i < 200 && acked.length === 0; i++) await sleep(10);
+    expect(calls.length).toBe(2);
+    expect(acked).toEqual(['a']);
+    d.stop();
+  });
+
+  test('after a user abort nothing is injected until resume; senders are told paused once', async () => {
+    const inbox = [msg('a'), msg('b')];
+    let d;
+    const { client, calls } = recordingClient({ onAccepted: (id) => d.stored('ses_me', id) });
+    const { deps, acked, pausedTold } = fakeDeps(inbox);
+    d = new Delivery(deps, makeInject(client), { fallbackIntervalMs: 1000, retryBaseMs: 5 });
+    d.pause('ses_me');
+    expect(d.isPaused('ses_me')).toBe(true);
+    await d.flush('ses_me');
+    await d.flush('ses_me');
+    expect(calls.length).toBe(0);
+    expect(inbox.map((m) => m.messageId)).toEqual(['a', 'b']);
+    expect(pausedTold).toEqual(['a', 'b']);
+    d.resume('ses_me');
+    expect(d.isPaused('ses_me')).toBe(false);
+    await d.flush('ses_me');
+    await sleep(5);
+    expect(calls.length).toBe(1);
+    expect(acked).toEqual(['a']);
+  });
+
+  test('a turn we started that ends without a completed answer (aborted before or during the model) pauses delivery', async () => {
+    const inbox = [msg('a'), msg('b'), msg('c')];
+    let d;
+    const { client, calls } = recordingClient({ onAccepted: (id) => d.stored('ses_me', id, `msg_user_${id}`) });
+    const { deps, busy } = fakeDeps(inbox);
+    d = new Delivery(deps, makeInject(client), { fallbackIntervalMs: 1000, retryBaseMs: 5 });
+    await d.flush('ses_me');
+    await sleep(5);
+    // a normal turn: the model answers (a step, then the final step), then idle
+    d.answered('ses_me', 'msg_user_a', { completed: false, failed: false });
+    d.answered('ses_me', 'msg_user_a', { completed: true, failed: false });
+    d.turnEnded('ses_me');
+    expect(d.isPaused('ses_me')).toBe(false);
+    busy.set('ses_me', false);
+    await d.flush('ses_me');
+    await sleep(5);
+    expect(calls.length).toBe(2);
+    // stopped before the model began: idle without an answer
+    d.answered('ses_me', 'msg_user_other', { completed: true, failed: false });
+    d.turnEnded('ses_me');
+    expect(d.isPaused('ses_me')).toBe(true);
+    busy.set('ses_me', false);
+    await d.flush('ses_me');
+    expect(calls.length).toBe(2);
+    // resumed; the next turn's answer fails (an abort mid-answer): paused again
+    d.resume('ses_me');
+    await d.flush('ses_me');
+    await sleep(5);
+    expect(calls.length).toBe(3);
+    d.answered('ses_me', 'msg_user_c', { completed: true, failed: true });
+    d.turnEnded('ses_me');
+    expect(d.isPaused('ses_me')).toBe(true);
   });
 });

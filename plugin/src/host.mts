@@ -81,6 +81,8 @@ export interface HostMessage {
   parentID?: string;
   time?: { created?: number; completed?: number };
   finish?: string;
+  /** Set on an assistant message that failed, e.g. `{ name: "MessageAbortedError" }` after an abort. */
+  error?: { name?: string } | null;
   summary?: unknown;
   mode?: string;
 }
@@ -132,6 +134,11 @@ export interface PluginHooks {
   event?: (input: { event: HostEvent }) => Promise<void>;
   config?: (cfg: Record<string, unknown>) => Promise<void>;
   tool?: Record<string, ToolDef>;
+  /** A new user message (typed, or injected by a plugin) is about to be stored. */
+  "chat.message"?: (
+    input: { sessionID: string; agent?: string; messageID?: string },
+    output: { message: unknown; parts: Array<Record<string, unknown>> },
+  ) => Promise<void>;
   "command.execute.before"?: (
     input: { command: string; sessionID: string; arguments: string },
     output: { parts: Array<Record<string, unknown>> },

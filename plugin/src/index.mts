@@ -2,18 +2,19 @@
  * c2c-bridge's OpenCode plugin: connects the parts; the handlers act.
  *
  * Loaded by OpenCode 1.18.33 from the package's `exports["./server"]`. Per plugin instance
- * (one per project directory; a process may hold several) it registers root sessions with
+ * (one serving instance per project directory per process, see instances.mts) it registers root sessions with
  * the broker, delivers peer messages when a session is idle, answers permission requests of
  * peer-triggered turns as the Rust gate decides (`peerPermissions`), and offers `peer_list`,
  * `peer_send` and `/peers`. Nothing is global.
  */
 import { readFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
-import { loadAddon } from "./addon.mjs";
+import { loadAddon, type Addon } from "./addon.mjs";
 import { Delivery } from "./delivery.mjs";
-import type { HostEvent, HostSession, PluginHooks, PluginInput } from "./host.mjs";
+import type { HostEvent, HostMessage, HostPart, HostSession, PluginHooks, PluginInput, ToolContext } from "./host.mjs";
 import { makeInject } from "./inject.mjs";
-import { createLogger, safe } from "./log.mjs";
+import { claimDirectory, type Claim, type Served } from "./instances.mjs";
+import { createLogger, safe, type Logger } from "./log.mjs";
 import { describeModes, type Modes } from "./modes.mjs";
 import { plainEnv, readOptions, reportOptionErrors } from "./options.mjs";
 import { PermissionHandler, permissionKind, type Gate } from "./permissions/handler.mjs";
@@ -50,6 +51,85 @@ async function server(input: PluginInput, rawOptions?: Record<string, unknown>):
     return {};
   }
   const addon = loaded.addon;
+
+  // One serving instance per directory per process (see instances.mts).
+  const spec = packageDirectory();
+  const claim = claimDirectory(addon.canonicalDirectory(input.directory) ?? input.directory, {
+    spec,
+    options: rawOptions ?? {},
+  });
+  let effective = rawOptions;
+  if (claim.others.length > 0) {
+    effective = strictestOptions(addon, claim.allOptions);
+    const specs = [...new Set([...claim.others.map((o) => o.spec), spec])];
+    logger.log(
+      "warn",
+      `loaded ${claim.others.length + 1} times for ${input.directory} in this process (${specs.join(" and ")}${specs.length === 1 ? ", twice" : ""}): only one instance serves the directory, with the strictest settings of all (peerPermissions=${String(effective?.peerPermissions ?? "allow")}, inbound=${String(effective?.inbound ?? "accept")}). Name the package once (global or project config).`,
+    );
+  }
+  const instance = startInstance(input, effective, logger, addon);
+  claim.activate(instance.served);
+  return guarded(claim, instance.hooks);
+}
+
+/** Where this copy of the package lives (what a config's plugin spec resolved to). */
+function packageDirectory(): string {
+  try {
+    return fileURLToPath(new URL("../..", import.meta.url)).replace(/\/$/, "");
+  } catch {
+    return String(import.meta.url);
+  }
+}
+
+/**
+ * The options of several copies of the plugin for one directory: the newest copy's, with each
+ * policy setting (`inbound`, `peerPermissions`) the strictest any copy was given (Rust decides
+ * the order; an invalid value wins, so the setting fails closed).
+ */
+function strictestOptions(addon: Addon, all: Array<Record<string, unknown>>): Record<string, unknown> {
+  const merged: Record<string, unknown> = { ...(all[all.length - 1] ?? {}) };
+  for (const setting of ["inbound", "peerPermissions"]) {
+    const values = all.map((o) => o[setting]).filter((v): v is string => typeof v === "string");
+    const v = addon.strictestSetting(setting, values);
+    if (v === null || v === undefined) delete merged[setting];
+    else merged[setting] = v;
+  }
+  return merged;
+}
+
+/**
+ * The hooks OpenCode gets: an instance that no longer serves its directory does nothing,
+ * except its tools, which run on the serving instance (OpenCode may call either copy's).
+ */
+function guarded(claim: Claim, hooks: PluginHooks): PluginHooks {
+  const tools = hooks.tool
+    ? Object.fromEntries(
+        Object.entries(hooks.tool).map(([name, def]) => [
+          name,
+          { ...def, execute: (args: Record<string, unknown>, ctx: ToolContext) => (claim.active()?.tools?.[name] ?? def).execute(args, ctx) },
+        ]),
+      )
+    : undefined;
+  return {
+    event: async (x) => (claim.isActive() ? hooks.event?.(x) : undefined),
+    config: hooks.config,
+    tool: tools,
+    "chat.message": async (i, o) => (claim.isActive() ? hooks["chat.message"]?.(i, o) : undefined),
+    "command.execute.before": async (i, o) => (claim.isActive() ? hooks["command.execute.before"]?.(i, o) : undefined),
+    dispose: async () => {
+      claim.release();
+      await hooks.dispose?.();
+    },
+  };
+}
+
+/** One plugin instance's parts, connected. */
+function startInstance(
+  input: PluginInput,
+  rawOptions: Record<string, unknown> | undefined,
+  logger: Logger,
+  addon: Addon,
+): { hooks: PluginHooks; served: Served } {
   const client = input.client;
   const { options, report } = readOptions(addon, rawOptions, process.env);
   const env = plainEnv(process.env);
@@ -71,7 +151,11 @@ async function server(input: PluginInput, rawOptions?: Record<string, unknown>):
       gate: (sid) => sessions.get(sid)?.gateInbox().deliver,
       pending: (sid) => (sessions.get(sid)?.peek().length ?? 0) > 0,
       ack: (sid, ids, status) => void sessions.get(sid)?.acknowledge(ids, status),
-      housekeeping: (sid) => void sessions.get(sid)?.expireHeld(),
+      paused: (sid, ids) => void sessions.get(sid)?.reportPaused(ids),
+      housekeeping(sid) {
+        sessions.heal(sid);
+        void sessions.get(sid)?.expireHeld();
+      },
       advise(sid, item) {
         const text = adviceText(item);
         if (!text) return;
@@ -105,7 +189,12 @@ async function server(input: PluginInput, rawOptions?: Record<string, unknown>):
         const res = await client.session.status?.();
         const map = res?.data;
         if (!map) return;
-        for (const sid of sessions.registered()) sessions.setBusy(sid, map[sid]?.type === "busy" || map[sid]?.type === "retry");
+        for (const sid of sessions.registered()) {
+          const busy = map[sid]?.type === "busy" || map[sid]?.type === "retry";
+          // A turn that ended without an idle event ends here (and may have been a stop).
+          if (!busy && sessions.isBusy(sid) === true) delivery.current?.turnEnded(sid);
+          sessions.setBusy(sid, busy);
+        }
       },
       log: (level, message) => logger.log(level, message),
     },
@@ -237,9 +326,34 @@ async function server(input: PluginInput, rawOptions?: Record<string, unknown>):
       case "session.deleted": {
         const id = (p.info as HostSession | undefined)?.id;
         if (id) {
-          sessions.forget(id);
+          sessions.forget(id, true);
           delivery.current?.forget(id);
         }
+        break;
+      }
+      case "message.part.updated": {
+        // "Delivered" means stored: the part we injected, now persisted in the session.
+        const part = p.part as HostPart | undefined;
+        const id = (part?.metadata as { peerMessage?: { messageId?: unknown } } | undefined)?.peerMessage?.messageId;
+        if (part?.sessionID && typeof id === "string") delivery.current?.stored(part.sessionID, id, part.messageID);
+        break;
+      }
+      case "message.updated": {
+        const info = p.info as HostMessage | undefined;
+        if (info?.role === "assistant" && info.parentID) {
+          delivery.current?.answered(info.sessionID, info.parentID, {
+            completed: typeof info.time?.completed === "number",
+            failed: info.error?.name === "MessageAbortedError",
+          });
+        }
+        break;
+      }
+      case "session.error": {
+        // `POST /session/:id/abort` (Esc in the TUI) publishes session.error with
+        // MessageAbortedError before session.idle (OpenCode 1.18.33): the user's stop wins.
+        const sid = p.sessionID as string | undefined;
+        const name = (p.error as { name?: unknown } | undefined)?.name;
+        if (sid && name === "MessageAbortedError" && sessions.get(sid)) delivery.current?.pause(sid);
         break;
       }
       case "session.status": {
@@ -248,6 +362,7 @@ async function server(input: PluginInput, rawOptions?: Record<string, unknown>):
         if (!sid || !type) break;
         sessions.setBusy(sid, type !== "idle");
         if (type === "idle") {
+          delivery.current?.turnEnded(sid);
           await sessions.brokerFor(sid);
           delivery.current?.kick(sid);
         }
@@ -257,6 +372,7 @@ async function server(input: PluginInput, rawOptions?: Record<string, unknown>):
         const sid = p.sessionID as string | undefined;
         if (!sid) break;
         sessions.setBusy(sid, false);
+        delivery.current?.turnEnded(sid);
         await sessions.brokerFor(sid);
         delivery.current?.kick(sid);
         break;
@@ -267,15 +383,33 @@ async function server(input: PluginInput, rawOptions?: Record<string, unknown>):
   };
 
   let disposed: Promise<void> | undefined;
-  return {
+  const tools = makeTools(sessions, version, async (ctx) => (turns ? viaFor(turns, history, ctx.sessionID, ctx.messageID) : []));
+  const served: Served = {
+    tools,
+    retire() {
+      const ids = sessions.registered();
+      delivery.current?.stop();
+      sessions.closeAll();
+      return ids;
+    },
+    adopt(ids) {
+      for (const id of ids) sessions.observe({ id });
+    },
+  };
+  const hooks: PluginHooks = {
     event: safe(logger, "event", async ({ event }) => onEvent(event)),
     config: safe(logger, "config", async (cfg) => registerCommands(cfg)),
     // A message sent from a peer-triggered turn continues that turn's hop chain (Rust decides).
-    tool: makeTools(sessions, version, async (ctx) =>
-      turns ? viaFor(turns, history, ctx.sessionID, ctx.messageID) : [],
-    ),
+    tool: tools,
+    // A prompt the user typed (no part carries our peerMessage mark) resumes delivery paused
+    // by a user abort.
+    "chat.message": safe(logger, "chat.message", async (input, output) => {
+      const peer = (output?.parts ?? []).some((part) => (part as { metadata?: { peerMessage?: unknown } }).metadata?.peerMessage);
+      if (!peer && input?.sessionID) delivery.current?.resume(input.sessionID);
+    }),
     "command.execute.before": safe(logger, "command.execute.before", async (cmd, output) => {
       if (cmd.command !== "peers" && cmd.command !== "peers-inbox") return;
+      if (cmd.command === "peers-inbox") delivery.current?.resume(cmd.sessionID);
       const broker = await sessions.brokerFor(cmd.sessionID);
       let text: string;
       if (!broker) text = `c2c-bridge: this session is not registered with the broker.\n${describeModes(modes)}\nTell the user.`;
@@ -290,6 +424,7 @@ async function server(input: PluginInput, rawOptions?: Record<string, unknown>):
         sessions.shutdownAll();
       })()),
   };
+  return { hooks, served };
 }
 
 /** OpenCode's preferred plugin module shape. */

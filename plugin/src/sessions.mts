@@ -90,6 +90,8 @@ export class Sessions {
   private register(sessionId: string): Broker | undefined {
     const existing = this.brokers.get(sessionId);
     if (existing) return existing;
+    // Closed (disposed, or retired in favour of another instance for this directory).
+    if (this.closed) return undefined;
     try {
       const alias = this.options.alias ?? this.addon.defaultAlias(this.directory, sessionId);
       const broker = this.addon.Broker.open({
@@ -122,18 +124,45 @@ export class Sessions {
     }
   }
 
-  /** `session.deleted`: unregister, and free the alias for new sessions (alias book). */
-  forget(sessionId: string): void {
+  /**
+   * Unregister a session and free its alias for new sessions (alias book). `ended`
+   * (`session.deleted`): its undelivered messages also go to dead-letter, each sender getting
+   * a final `dropped` receipt ("recipient session ended").
+   */
+  forget(sessionId: string, ended = false): void {
     this.parents.delete(sessionId);
     this.busy.delete(sessionId);
     const b = this.brokers.get(sessionId);
     if (!b) return;
     this.brokers.delete(sessionId);
     try {
-      b.closeAndForgetAlias();
+      if (ended) {
+        const n = b.endSession();
+        if (n > 0) this.logger.log("info", `session ${sessionId} ended: ${n} undelivered message(s) dead-lettered, senders told`);
+      } else b.closeAndForgetAlias();
     } catch (err) {
       this.logger.log("warn", `unregister ${sessionId}: ${(err as Error).message}`);
     }
+  }
+
+  /**
+   * Self-healing: when a session's handle lost its registration or its inbox watch (the broker
+   * root was deleted, perhaps recreated), close it and register the session again (a new
+   * handle, a new watch), logging it once. A failed attempt leaves the session unregistered;
+   * its next event registers it (`brokerFor`).
+   */
+  heal(sessionId: string): void {
+    const b = this.brokers.get(sessionId);
+    if (!b || this.closed || b.isHealthy()) return;
+    const root = b.root;
+    this.brokers.delete(sessionId);
+    try {
+      b.close();
+    } catch {
+      // its registration is gone already
+    }
+    this.logger.log("warn", `session ${sessionId}: its registration or inbox watch in ${root} was lost (the broker root was deleted or replaced); registering it again`);
+    this.register(sessionId);
   }
 
   /** Mark a session busy or idle (from `session.status` / `session.idle`, or after an injection). */

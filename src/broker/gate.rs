@@ -91,7 +91,7 @@ fn hold_reason_text(r: HoldReason) -> &'static str {
 }
 
 /// A notice to send once locks are released: (sender session, receipt).
-type Notice = (String, Receipt);
+pub(super) type Notice = (String, Receipt);
 
 impl Broker {
     fn held_path(&self) -> Result<std::path::PathBuf> {
@@ -609,6 +609,37 @@ impl Broker {
         Ok(taken.into_iter().map(|m| m.message_id).collect())
     }
 
+    /// Tell the senders of these queued messages that delivery is paused by this session's
+    /// user (a `paused` receipt each; the messages stay in the inbox, nothing is archived).
+    /// Returns the ids found in the inbox.
+    ///
+    /// # Errors
+    /// [`Error::Closed`], store errors.
+    pub fn report_paused(&self, message_ids: &[String]) -> Result<Vec<String>> {
+        self.check_open()?;
+        let found: Vec<Message> = self
+            .peek()?
+            .into_iter()
+            .filter(|m| message_ids.contains(&m.message_id))
+            .collect();
+        let notices: Vec<Notice> = found
+            .iter()
+            .filter(|m| m.receipt.is_none())
+            .filter_map(|m| {
+                Some((
+                    m.from_session_id.clone()?,
+                    receipt(
+                        m,
+                        Status::Paused,
+                        "the recipient's user stopped a turn; queued until they prompt again",
+                    ),
+                ))
+            })
+            .collect();
+        self.send_notices(notices);
+        Ok(found.into_iter().map(|m| m.message_id).collect())
+    }
+
     /// This session's own receipts (the latest outcome per message), oldest first.
     ///
     /// # Errors
@@ -627,7 +658,8 @@ impl Broker {
     }
 }
 
-fn receipt(m: &Message, status: Status, why: &str) -> Receipt {
+/// A receipt for `m` with `status` and, when not empty, the reason `why`.
+pub(super) fn receipt(m: &Message, status: Status, why: &str) -> Receipt {
     Receipt {
         message_id: m.message_id.clone(),
         status,

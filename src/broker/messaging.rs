@@ -22,6 +22,9 @@ use crate::registry::Registration;
 use crate::store::file::{read_jsonl, write_bytes_atomic, JsonLine};
 use crate::store::{self, BrokerRoot, LockGuard};
 
+/// The reason of the `dropped` receipt for mail of a session that ended or was swept.
+pub const RECIPIENT_ENDED: &str = "recipient session ended";
+
 /// Extra fields for a send.
 #[derive(Debug, Clone, Default)]
 pub struct SendOptions {
@@ -585,7 +588,46 @@ impl Broker {
             store::append_jsonl(&dl, &lines)?;
         }
         std::fs::remove_file(&inbox).map_err(|e| Error::io(&inbox, e))?;
+        // A terminal receipt for every message: its sender learns that it was not delivered.
+        let notices: Vec<super::gate::Notice> = records
+            .iter()
+            .filter_map(Message::from_value)
+            .filter(|m| m.receipt.is_none())
+            .filter_map(|m| {
+                Some((
+                    m.from_session_id.clone()?,
+                    super::gate::receipt(&m, Status::Dropped, RECIPIENT_ENDED),
+                ))
+            })
+            .collect();
+        self.send_notices(notices);
         Ok(lines.len())
+    }
+
+    /// The session ended (deleted in OpenCode): unregister as [`Broker::close`] does, then move
+    /// its undelivered inbox to `dead-letter.jsonl` with a `dropped` receipt ("recipient
+    /// session ended") for each sender. Returns how many messages were dead-lettered. An
+    /// attached handle only closes. Idempotent (0 once closed).
+    ///
+    /// # Errors
+    /// Store errors (the handle is closed regardless).
+    pub fn end_session(&self) -> Result<usize> {
+        if self.check_open().is_err() {
+            return Ok(0);
+        }
+        let attached = self.attached;
+        self.close()?;
+        if attached {
+            return Ok(0);
+        }
+        let n = self.dead_letter_inbox(self.session_id())?;
+        // An ended session never comes back: its alias is free for new sessions.
+        super::aliases::forget(self.root(), self.session_id(), self.lock_timeout())?;
+        self.audit().event(
+            "session_ended",
+            fields! {"session" => short_hash(self.session_id()), "dead_lettered" => n},
+        );
+        Ok(n)
     }
 }
 

@@ -475,8 +475,10 @@ impl Broker {
             })
     }
 
-    /// Start calling `on_change` (on a background thread) whenever this session's inbox file
-    /// changes. Replaces an earlier watch.
+    /// Start calling `on_change` (on the root's shared watcher thread, see [`crate::watch`])
+    /// whenever this session's inbox file changes. Replaces an earlier watch. The watch lasts
+    /// until [`Broker::unwatch`] or [`Broker::close`]; dropping an open handle leaves it
+    /// running (with the registration) until the process exits.
     ///
     /// # Errors
     /// [`Error::Closed`], [`Error::Io`] when the watch cannot be set up.
@@ -489,16 +491,46 @@ impl Broker {
             .unwrap_or_default()
             .to_os_string();
         let w = InboxWatcher::start(self.root.path(), name, on_change)?;
-        *self.watcher.lock().unwrap_or_else(|p| p.into_inner()) = Some(w);
+        let old = self
+            .watcher
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .replace(w);
+        if let Some(old) = old {
+            old.stop();
+        }
         Ok(())
+    }
+
+    /// Whether this handle is still whole: open, its registration present in `registry.json`,
+    /// and its inbox watch (if any) alive. `false` after the broker root was deleted (and
+    /// perhaps recreated) under it: the caller opens a new handle (self-healing).
+    pub fn is_healthy(&self) -> bool {
+        if self.check_open().is_err() || !self.root.path().is_dir() {
+            return false;
+        }
+        let registered = self
+            .registrations()
+            .map(|r| self.own_registration(&r).is_ok())
+            .unwrap_or(false);
+        let watching = self
+            .watcher
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .is_some();
+        registered && !(watching && crate::watch::is_dead(self.root.path()))
     }
 
     /// Stop the watch, if any. Idempotent.
     pub fn unwatch(&self) {
-        self.watcher
+        let w = self
+            .watcher
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .take();
+        if let Some(w) = w {
+            w.stop();
+        }
     }
 
     /// Stop the watcher and remove this session's registration (not for an attached
@@ -603,9 +635,22 @@ impl Broker {
 
 impl Drop for Broker {
     fn drop(&mut self) {
-        // Stop the watcher thread; registration removal is explicit (close), because a
-        // dropped handle in a crashed-and-restarted plugin must not unregister its successor.
-        self.unwatch();
+        // Registration removal is explicit (close), because a dropped handle in a
+        // crashed-and-restarted plugin must not unregister its successor. So is the end of a
+        // watch: a handle dropped while open (an unreferenced JS object collected) keeps its
+        // watch as long as its registration, i.e. until the process exits.
+        let w = self
+            .watcher
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .take();
+        if let Some(w) = w {
+            if self.closed.load(Ordering::Acquire) {
+                w.stop();
+            } else {
+                w.detach();
+            }
+        }
     }
 }
 

@@ -223,3 +223,17 @@ pub fn list_alias_book(root: String) -> Result<Vec<AliasBookEntry>, JsCode> {
         })
         .collect())
 }
+
+/// The strictest of several values of one policy setting (`"inbound"` or
+/// `"peerPermissions"`), for one directory configured twice in one process: `inbound` accept <
+/// auto < hold < refuse, `peerPermissions` allow < ask < deny; blank values count as unset
+/// (`null` when all are); an invalid word is returned as written (fail closed: it wins over
+/// every valid one). Errors: `E_INVALID_ARG` for another setting name.
+#[napi(catch_unwind)]
+pub fn strictest_setting(
+    setting: String,
+    values: Vec<String>,
+) -> napi::Result<Option<String>, super::error::JsCode> {
+    crate::policy::strictest::strictest(&setting, &values)
+        .map_err(|s| super::error::invalid_arg(format!("unknown policy setting {s:?}")))
+}

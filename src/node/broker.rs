@@ -297,7 +297,9 @@ impl JsBroker {
     }
 
     /// Remove dead registrations and move undelivered mail of dead sessions to
-    /// `dead-letter.jsonl` (never dropped). Errors: `E_CLOSED`, store codes.
+    /// `dead-letter.jsonl` (kept, and rescued if the session registers again), with a
+    /// `dropped` receipt ("recipient session ended") for each sender. Errors: `E_CLOSED`,
+    /// store codes.
     #[napi(catch_unwind)]
     pub fn sweep(&self) -> Result<SweepResult, JsCode> {
         self.inner.sweep().map(Into::into).map_err(to_js)
@@ -486,8 +488,8 @@ impl JsBroker {
     }
 
     /// Acknowledge handed-on messages with a receipt for their senders: `status` is
-    /// `delivered` (after a successful injection) or `duplicate`. Returns the ids moved to
-    /// the archive. Errors: `E_INVALID_ARG`, `E_CLOSED`, store codes.
+    /// `delivered` (once the injected message is stored in the session) or `duplicate`.
+    /// Returns the ids moved to the archive. Errors: `E_INVALID_ARG`, `E_CLOSED`, store codes.
     #[napi(catch_unwind)]
     pub fn acknowledge(
         &self,
@@ -504,6 +506,14 @@ impl JsBroker {
             }
         };
         self.inner.acknowledge(&message_ids, status).map_err(to_js)
+    }
+
+    /// Tell the senders of these queued messages that delivery is paused by this session's user
+    /// (after an abort): a `paused` receipt each; the messages stay in the inbox. Returns the
+    /// ids found. Errors: `E_CLOSED`, store codes.
+    #[napi(catch_unwind)]
+    pub fn report_paused(&self, message_ids: Vec<String>) -> Result<Vec<String>, JsCode> {
+        self.inner.report_paused(&message_ids).map_err(to_js)
     }
 
     /// This session's receipts: the latest outcome of each of the last `limit` (default 50)
@@ -579,7 +589,13 @@ impl JsBroker {
     /// Call `callback({ sessionId })` whenever this session's inbox file changes (inotify,
     /// including atomic renames; no polling). The callback runs on the JS thread; it never
     /// keeps the process alive, and an exception it throws is swallowed, never fatal.
-    /// Replaces an earlier watch. Errors: `E_CLOSED`, `E_IO`.
+    /// Replaces an earlier watch.
+    ///
+    /// All handles of one broker root in a process share one watcher (one inotify instance,
+    /// one thread), whatever the number of sessions. The watch lives as long as the handle is
+    /// open: it ends with `unwatch()` or `close()`, never with garbage collection. A handle
+    /// that is collected without `close()` keeps its watch, like its registration, until the
+    /// process exits, so close handles you no longer use. Errors: `E_CLOSED`, `E_IO`.
     #[napi(catch_unwind, ts_args_type = "callback: (change: InboxChange) => void")]
     pub fn watch(&self, callback: WatchCallback) -> Result<(), JsCode> {
         let tsfn = Arc::new(callback);
@@ -602,10 +618,27 @@ impl JsBroker {
             .map_err(to_js)
     }
 
+    /// Whether the handle is still whole: open, registered in the root's `registry.json`, and
+    /// its watch (if any) alive. `false` after the broker root was deleted (and perhaps
+    /// recreated) under it: close it and open a new handle. Never throws.
+    #[napi(catch_unwind)]
+    pub fn is_healthy(&self) -> bool {
+        self.inner.is_healthy()
+    }
+
     /// Stop the watch, if any. Idempotent.
     #[napi(catch_unwind)]
     pub fn unwatch(&self) {
         self.inner.unwatch();
+    }
+
+    /// The session ended (deleted in OpenCode): `close()`, then move its undelivered inbox to
+    /// `dead-letter.jsonl` with a final `dropped` receipt ("recipient session ended") for each
+    /// sender. Returns how many messages were dead-lettered (0 when already closed).
+    /// Errors: store codes (the handle is closed regardless).
+    #[napi(catch_unwind)]
+    pub fn end_session(&self) -> Result<u32, JsCode> {
+        self.inner.end_session().map(|n| n as u32).map_err(to_js)
     }
 
     /// Stop the watcher and unregister (an attached handle stays registered). Idempotent;

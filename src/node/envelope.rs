@@ -124,3 +124,19 @@ pub fn parse_permission_reply(body: String) -> Option<PermissionReplyText> {
         .to_string(),
     })
 }
+
+/// Peer text for a terminal: the characters the model's frame escapes (controls and Unicode
+/// format characters, Cf: tag characters, zero-width characters, word joiner, BOM, soft
+/// hyphen, bidi controls, …) as `\e`, `\t`, `\xNN`, `\uXXXX` or `\u{XXXXX}`; newlines kept
+/// when `keepNewlines` (default false: written `\n`). The one helper of the CLI's output.
+#[napi(catch_unwind)]
+pub fn escape_for_terminal(text: String, keep_newlines: Option<bool>) -> String {
+    envelope::escape_for_terminal(&text, keep_newlines.unwrap_or(false))
+}
+
+/// JSON text with the same characters as `escapeForTerminal` written as `\uXXXX` (UTF-16
+/// units): the same JSON value, nothing hidden from a terminal that shows it.
+#[napi(catch_unwind)]
+pub fn escape_json_text(json: String) -> String {
+    envelope::escape_json_text(&json)
+}

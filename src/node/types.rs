@@ -279,7 +279,8 @@ pub struct InboxMessage {
 pub struct ReceiptInfo {
     /// The message.
     pub message_id: String,
-    /// `delivered`, `held`, `refused`, `expired`, `dropped`, `duplicate` or `rate_limited`.
+    /// `delivered`, `paused` (still queued), `held`, `refused`, `expired`, `dropped`,
+    /// `duplicate` or `rate_limited`.
     pub status: String,
     /// The recipient alias as addressed.
     pub to_alias: String,

@@ -28,8 +28,8 @@ use super::{resolve_setting, InvalidSetting, SettingSource};
 /// The environment variable that overrides the `inbound` plugin option.
 pub const ENV_INBOUND: &str = "C2C_BRIDGE_INBOUND";
 
-/// The local `inbound` mode.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+/// The local `inbound` mode. Ordered from the most open to the strictest.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Default)]
 pub enum InboundMode {
     /// `"accept"` (default): every peer message reaches the model (framed as untrusted).
     #[default]

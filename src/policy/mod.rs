@@ -19,6 +19,7 @@ pub mod hops;
 pub mod inbound;
 pub mod peer_permissions;
 pub mod rate;
+pub mod strictest;
 
 /// Where a setting's effective value came from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -50,8 +50,8 @@ use crate::provenance::Provenance;
 /// The environment variable that overrides the `peerPermissions` plugin option.
 pub const ENV_PEER_PERMISSIONS: &str = "C2C_BRIDGE_PEER_PERMISSIONS";
 
-/// The local `peerPermissions` mode.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+/// The local `peerPermissions` mode. Ordered from the most open to the strictest.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Default)]
 pub enum PeerPermissions {
     /// `"allow"` (default): approve peer-triggered requests `once`, unless the guardrail trips.
     #[default]
