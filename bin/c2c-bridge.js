@@ -12,6 +12,7 @@
 'use strict';
 
 const fs = require('node:fs');
+const os = require('node:os');
 const path = require('node:path');
 const { parseArgs } = require('node:util');
 
@@ -233,7 +234,10 @@ function loadAddon() {
  * exist is an error (E_NO_ROOT, exit 1): a typo must not read as "no registrations".
  */
 function locateRoot(addon, values) {
-  const loc = addon.resolveRoot(values.root ?? null, null);
+  // `~/…` as the plugin's `brokerRoot` option accepts it (a quoted `--root '~/x'` reaches us
+  // unexpanded).
+  const root = values.root !== undefined && /^~(\/|$)/.test(values.root) ? path.join(os.homedir(), values.root.slice(1)) : values.root;
+  const loc = addon.resolveRoot(root ?? null, null);
   if (values.root !== undefined && !loc.exists) {
     throw new CliError('E_NO_ROOT', `--root ${values.root}: no such directory (${loc.path}); nothing was created`, EXIT_FAILED);
   }
@@ -244,8 +248,18 @@ function locateRoot(addon, values) {
 const HINTS = {
   E_UNKNOWN_RECIPIENT: 'list the aliases with `c2c-bridge peers`',
   E_RECIPIENT_DEAD: 'see who is alive with `c2c-bridge peers`',
-  E_NOT_REGISTERED: 'list the registered sessions with `c2c-bridge peers`',
+  E_NOT_REGISTERED: 'list the registered sessions with `c2c-bridge peers`; if the plugin sets `brokerRoot`, pass the same directory with --root',
 };
+
+/**
+ * Said after "no registrations" when the root is c2c's per-repository default: the plugin may
+ * use another root (its `brokerRoot` option), which the CLI cannot see.
+ */
+function rootHint(loc) {
+  return loc.source === 'option' || loc.source === 'C2C_MCP_BROKER_ROOT'
+    ? ''
+    : '; if the plugin sets `brokerRoot`, pass the same directory with --root DIR (or set C2C_MCP_BROKER_ROOT)';
+}
 
 /** The session id to act as, or a usage error saying how to give one. */
 function sessionIdOf(values) {
@@ -306,8 +320,8 @@ function cmdPeers(addon, values) {
   const peers = (loc.exists ? addon.listRegistrations(loc.path) : []).map((p) => ({ ...p, stale: isStale(p, version) }));
   const text = peers.length === 0
     ? [loc.exists
-      ? `no registrations in ${safe(loc.path)} (${safe(loc.reason)})`
-      : `no registrations: the broker root ${safe(loc.path)} does not exist yet (${safe(loc.reason)})`]
+      ? `no registrations in ${safe(loc.path)} (${safe(loc.reason)})${rootHint(loc)}`
+      : `no registrations: the broker root ${safe(loc.path)} does not exist yet (${safe(loc.reason)})${rootHint(loc)}`]
     : peers.map((p) => {
       const stale = p.stale ? `  STALE (plugin ${safe(p.pluginVersion)}, this is ${version})` : '';
       return `${p.alive ? 'alive' : 'dead '}  ${safe(p.alias)}  ${safe(p.sessionId)}  pid=${p.pid ?? '-'}  client=${safe(p.clientType ?? '-')}  plugin=${safe(p.pluginVersion ?? '-')}  registered=${fmtTs(p.registeredAt)}${stale}`;
