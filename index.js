@@ -857,6 +857,6 @@ module.exports.probeLock = nativeBinding.probeLock
 module.exports.readApprovalVerdict = nativeBinding.readApprovalVerdict
 module.exports.readLog = nativeBinding.readLog
 module.exports.resolveRoot = nativeBinding.resolveRoot
-module.exports.validateOptions = nativeBinding.validateOptions
 module.exports.strictestSetting = nativeBinding.strictestSetting
+module.exports.validateOptions = nativeBinding.validateOptions
 module.exports.writeApprovalVerdict = nativeBinding.writeApprovalVerdict
