@@ -479,9 +479,7 @@ impl<'a> Checker<'a> {
             let too_wide = p.is_empty()
                 || starts_with(&c.home, &p)
                 || home_phys.as_ref().is_some_and(|h| starts_with(h, &p))
-                || c.protected
-                    .iter()
-                    .any(|pr| starts_with(pr, &p) || starts_with(&p, pr))
+                || c.protected.iter().any(|pr| starts_with(&p, pr))
                 || categorize(&norm(&p)).is_some();
             if !too_wide && !c.write_roots.contains(&p) {
                 c.write_roots.push(p);
@@ -720,7 +718,7 @@ impl<'a> Checker<'a> {
                     .any(|r| starts_with(comps, r) && (!strict || comps.len() > r.len()));
                 if !inside {
                     return Err(self.hit(format!(
-                        "{what} {}: outside the project",
+                        "{what} writes {}: outside the project",
                         self.display(comps)
                     )));
                 }

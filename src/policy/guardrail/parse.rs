@@ -318,6 +318,11 @@ impl Lexer<'_> {
                     parts.push(p);
                 }
                 '`' => return Err(un("command substitution with backticks", here)),
+                // A word that is just `[` is `test`'s other name, not a bracket expression.
+                '[' if first && self.src[here + 1..].chars().next().is_none_or(is_meta) => {
+                    self.i += 1;
+                    lit.push('[');
+                }
                 '*' | '?' | '[' => return Err(un(format!("glob `{c}`"), here)),
                 '{' | '}' => return Err(un(format!("brace `{c}`"), here)),
                 '!' => return Err(un("`!` (history expansion or negation)", here)),
