@@ -92,10 +92,16 @@ impl Fixture {
 /// `(command, expected reason fragment)`: each is left, and its reason contains the fragment.
 const LEFT: &[(&str, &str)] = &[
     // --- parser desync: `#` mid-word is not a comment, a glob bracket
-    ("echo hi #'\necho x >> ~/.bashrc\n#'", "writes ~/.bashrc (shell start-up)"),
+    (
+        "echo hi #'\necho x >> ~/.bashrc\n#'",
+        "writes ~/.bashrc (shell start-up)",
+    ),
     ("echo [']' ; echo x >> ~/.bashrc ; echo '[']", "glob `[`"),
     ("echo ok # x\necho x >> ~/.bashrc", "writes ~/.bashrc"),
-    ("echo ok;#x\necho x > .git/config", "writes ~/proj/.git/config (git configuration)"),
+    (
+        "echo ok;#x\necho x > .git/config",
+        "writes ~/proj/.git/config (git configuration)",
+    ),
     ("echo 'a\nb' \\\n >> ~/.profile", "writes ~/.profile"),
     ("echo \"x\\\"\" >> ~/.zshrc", "writes ~/.zshrc"),
     ("echo 'unterminated", "parse incomplete"),
@@ -108,14 +114,26 @@ const LEFT: &[(&str, &str)] = &[
     ("echo a\u{0}b", "control character"),
     ("echo a\rb > ~/.bashrc", "control character"),
     // --- parameter operators and assignment forms
-    ("F=~/.bashrcX; echo x >> ${F%X}", "unresolved expansion ${F%X} at byte 24"),
+    (
+        "F=~/.bashrcX; echo x >> ${F%X}",
+        "unresolved expansion ${F%X} at byte 24",
+    ),
     ("F=~/.bashrcX; echo x >> $F", "assignment to F"),
-    ("f=~/.bashrcX; echo x >> ${f%X}", "unresolved expansion ${f%X}"),
-    ("f=~/.bash; echo x >> ${f:-~/.bashrc}", "unresolved expansion ${f:-~/.bashrc}"),
+    (
+        "f=~/.bashrcX; echo x >> ${f%X}",
+        "unresolved expansion ${f%X}",
+    ),
+    (
+        "f=~/.bash; echo x >> ${f:-~/.bashrc}",
+        "unresolved expansion ${f:-~/.bashrc}",
+    ),
     ("echo x >> ${#f}", "unresolved expansion"),
     ("f=~/.bash; f+=rc; echo x >> $f", "append assignment `+=`"),
     ("F=~/.bash; F+=rc", "append assignment"),
-    ("printf -v F '%s' ~/.bashrc; echo x >> $F", "printf with an option"),
+    (
+        "printf -v F '%s' ~/.bashrc; echo x >> $F",
+        "printf with an option",
+    ),
     ("echo x >> ~/.bash{r..r}c", "brace `{`"),
     ("echo x >> ~/.{bashrc,zshrc}", "brace `{`"),
     ("echo x >> ~/.@(bashrc)", "subshell or grouping `(`"),
@@ -138,14 +156,32 @@ const LEFT: &[(&str, &str)] = &[
     ("arr[0]=x", "array assignment"),
     ("echo x >> [a]", "glob `[`"),
     // --- code fed to a shell or an interpreter
-    ("bash <<< 'echo x >> ~/.bashrc'", "here-document or here-string"),
-    ("cat <<'EOF' | sh\necho x >> ~/.bashrc\nEOF", "here-document or here-string"),
-    ("source <(echo 'echo x >> ~/.bashrc')", "process substitution"),
-    ("python3 <<< \"open('/x','a')\"", "here-document or here-string"),
-    ("python3.11 -c \"print(1)\"", "unmodeled program \"python3.11\""),
+    (
+        "bash <<< 'echo x >> ~/.bashrc'",
+        "here-document or here-string",
+    ),
+    (
+        "cat <<'EOF' | sh\necho x >> ~/.bashrc\nEOF",
+        "here-document or here-string",
+    ),
+    (
+        "source <(echo 'echo x >> ~/.bashrc')",
+        "process substitution",
+    ),
+    (
+        "python3 <<< \"open('/x','a')\"",
+        "here-document or here-string",
+    ),
+    (
+        "python3.11 -c \"print(1)\"",
+        "unmodeled program \"python3.11\"",
+    ),
     ("python3 -c 'import os'", "unmodeled program \"python3\""),
     ("node -e 'x'", "unmodeled program \"node\""),
-    ("echo 'echo x >> ~/.bashrc' | bash", "unmodeled program \"bash\""),
+    (
+        "echo 'echo x >> ~/.bashrc' | bash",
+        "unmodeled program \"bash\"",
+    ),
     ("sh -c 'ls'", "unmodeled program \"sh\""),
     ("perl -e 1", "unmodeled program \"perl\""),
     ("awk '{print}' README.md", "unmodeled program \"awk\""),
@@ -155,10 +191,22 @@ const LEFT: &[(&str, &str)] = &[
     ("source x.sh", "unmodeled program \"source\""),
     ("cat x.sh > y; bash y", "unmodeled program \"bash\""),
     // --- wrappers that run a command
-    ("script -qc 'echo x >> ~/.bashrc' /dev/null", "unmodeled program \"script\""),
-    ("flock /tmp/l -c 'echo x >> ~/.bashrc'", "unmodeled program \"flock\""),
-    ("npm exec -c 'echo x >> ~/.bashrc'", "unmodeled program \"npm\""),
-    ("trap 'echo x >> ~/.bashrc' EXIT", "unmodeled program \"trap\""),
+    (
+        "script -qc 'echo x >> ~/.bashrc' /dev/null",
+        "unmodeled program \"script\"",
+    ),
+    (
+        "flock /tmp/l -c 'echo x >> ~/.bashrc'",
+        "unmodeled program \"flock\"",
+    ),
+    (
+        "npm exec -c 'echo x >> ~/.bashrc'",
+        "unmodeled program \"npm\"",
+    ),
+    (
+        "trap 'echo x >> ~/.bashrc' EXIT",
+        "unmodeled program \"trap\"",
+    ),
     ("exec -a x bash -c 'echo x'", "unmodeled program \"exec\""),
     ("time -p ls", "unmodeled program \"time\""),
     ("xargs -I{} sh -c '{}'", "brace `{`"),
@@ -169,7 +217,10 @@ const LEFT: &[(&str, &str)] = &[
     ("find . -fprint ~/.bashrc", "find predicate -fprint"),
     ("find -L . -name x", "find predicate -L"),
     ("git -c alias.x='!sh -c id' x", "git global option -c"),
-    ("git -c core.fsmonitor='touch /tmp/p' status", "git global option -c"),
+    (
+        "git -c core.fsmonitor='touch /tmp/p' status",
+        "git global option -c",
+    ),
     ("git -C /tmp status", "git global option -C"),
     ("git --git-dir=/tmp/x status", "git global option --git-dir"),
     ("git difftool -x 'sh -c id'", "git subcommand \"difftool\""),
@@ -200,10 +251,16 @@ const LEFT: &[(&str, &str)] = &[
     ("sort -o ~/.bashrc README.md", "option -o of sort"),
     ("sort --output=x README.md", "option --output of sort"),
     ("sort -T /tmp README.md", "option -T of sort"),
-    ("sort --compress-program=sh README.md", "option --compress-program"),
+    (
+        "sort --compress-program=sh README.md",
+        "option --compress-program",
+    ),
     ("uniq README.md ~/.bashrc", "uniq with an output operand"),
     ("xxd -r x ~/.bashrc", "unmodeled program \"xxd\""),
-    ("iconv -o ~/.bashrc README.md", "unmodeled program \"iconv\""),
+    (
+        "iconv -o ~/.bashrc README.md",
+        "unmodeled program \"iconv\"",
+    ),
     ("git log --output=x", "option --output of git log"),
     ("git log --output=~/.bashrc", "`~` not at the start"),
     ("history -w ~/.bashrc", "unmodeled program \"history\""),
@@ -222,27 +279,54 @@ const LEFT: &[(&str, &str)] = &[
     ("cp -s README.md x", "option -s of cp"),
     ("file -C -m x", "option -C of file"),
     // --- attached option values, combined short flags
-    ("curl -o$HOME/.bashrc http://x", "unmodeled program \"curl\""),
-    ("wget -O$HOME/.bashrc http://x", "unmodeled program \"wget\""),
+    (
+        "curl -o$HOME/.bashrc http://x",
+        "unmodeled program \"curl\"",
+    ),
+    (
+        "wget -O$HOME/.bashrc http://x",
+        "unmodeled program \"wget\"",
+    ),
     ("/usr/bin/time -o ~/.bashrc ls", "program given as a path"),
-    ("cp -ft .git/hooks README.md", "writes ~/proj/.git/hooks (git configuration)"),
+    (
+        "cp -ft .git/hooks README.md",
+        "writes ~/proj/.git/hooks (git configuration)",
+    ),
     ("cp -t.git/hooks README.md", "writes ~/proj/.git/hooks"),
-    ("cp --target-directory=.git/hooks README.md", "writes ~/proj/.git/hooks"),
+    (
+        "cp --target-directory=.git/hooks README.md",
+        "writes ~/proj/.git/hooks",
+    ),
     ("mv -t ~/.ssh notes.txt", "writes ~/.ssh (credentials)"),
     ("head -n5 -- ~/.ssh/id_rsa", "reads ~/.ssh/id_rsa"),
     ("head -n5 -c1 ~/.ssh/id_rsa", "reads ~/.ssh/id_rsa"),
-    ("grep -f ~/.ssh/id_rsa README.md", "reads ~/.ssh/id_rsa (credentials)"),
+    (
+        "grep -f ~/.ssh/id_rsa README.md",
+        "reads ~/.ssh/id_rsa (credentials)",
+    ),
     ("grep -e x ~/.ssh/id_rsa", "reads ~/.ssh/id_rsa"),
     ("grep -rex ~/.ssh", "reads ~/.ssh"),
     // --- directory context
-    ("HOME=~/.config; cd; echo x > opencode/opencode.json", "assignment to HOME"),
-    ("CDPATH=.git; cd hooks; echo x > pre-commit", "assignment to CDPATH"),
+    (
+        "HOME=~/.config; cd; echo x > opencode/opencode.json",
+        "assignment to HOME",
+    ),
+    (
+        "CDPATH=.git; cd hooks; echo x > pre-commit",
+        "assignment to CDPATH",
+    ),
     ("cd -", "cd -"),
     ("cd $OLDPWD", "unknown variable $OLDPWD"),
     ("cd -P .git", "cd with several arguments"),
-    ("cd .git/hooks && echo x > pre-commit", "writes ~/proj/.git/hooks/pre-commit"),
+    (
+        "cd .git/hooks && echo x > pre-commit",
+        "writes ~/proj/.git/hooks/pre-commit",
+    ),
     ("cd ~ && echo x >> .bashrc", "/.bashrc (shell start-up)"),
-    ("cd ~ && echo x >> notes", "writes ~/notes: outside the project"),
+    (
+        "cd ~ && echo x >> notes",
+        "writes ~/notes: outside the project",
+    ),
     ("cd && echo x >> notes", "~/notes: outside the project"),
     ("cd nowhere; echo x >> ../.bashrc", "writes ~/.bashrc"),
     ("cd src || echo x > ../.bashrc", "writes ~/.bashrc"),
@@ -251,26 +335,50 @@ const LEFT: &[(&str, &str)] = &[
     ("pushd ~", "unmodeled program \"pushd\""),
     ("ls | cd ~", "cd in a pipeline"),
     // --- physical resolution
-    ("ln -s .git/objects L2 && echo x > L2/../hooks/pre-commit", "unmodeled program \"ln\""),
-    ("echo x > L/../hooks/pre-commit", "writes ~/proj/.git/hooks/pre-commit"),
+    (
+        "ln -s .git/objects L2 && echo x > L2/../hooks/pre-commit",
+        "unmodeled program \"ln\"",
+    ),
+    (
+        "echo x > L/../hooks/pre-commit",
+        "writes ~/proj/.git/hooks/pre-commit",
+    ),
     ("echo x > L/../config", "writes ~/proj/.git/config"),
     ("echo x > d1", "writes ~/.zshrc (shell start-up)"),
-    ("cd .git && echo x >> /proc/self/cwd/config", "path through /proc"),
+    (
+        "cd .git && echo x >> /proc/self/cwd/config",
+        "path through /proc",
+    ),
     ("echo x >> /proc/self/cwd/.git/config", "path through /proc"),
     ("echo x > homelink/.bashrc", ".bashrc (shell start-up)"),
-    ("echo x > homelink/other/x", "~/other/x: outside the project"),
+    (
+        "echo x > homelink/other/x",
+        "~/other/x: outside the project",
+    ),
     ("echo x > loop1", "too many levels of symbolic links"),
     ("cp README.md d1", "writes ~/.zshrc"),
-    ("cp README.md x && echo hi > x", "created or replaced by cp/mv"),
+    (
+        "cp README.md x && echo hi > x",
+        "created or replaced by cp/mv",
+    ),
     ("mv notes.txt n2 && cat n2", "created or replaced by cp/mv"),
     ("mv readme-link x", "mv of a symlink"),
     ("echo x > /dev/tcp/127.0.0.1/80", "device path"),
     ("cat < /dev/stdin", "path through /proc"),
     ("cat < /dev/zero", "device path"),
     // --- names missing before
-    ("echo x > ~/.bashrc.d/x.sh", "writes ~/.bashrc.d/x.sh (shell start-up)"),
-    ("echo x > ~/.config/systemd/user/x.service", "(scheduling/persistence)"),
-    ("echo x > ~/.local/share/systemd/user/x.service", "(scheduling/persistence)"),
+    (
+        "echo x > ~/.bashrc.d/x.sh",
+        "writes ~/.bashrc.d/x.sh (shell start-up)",
+    ),
+    (
+        "echo x > ~/.config/systemd/user/x.service",
+        "(scheduling/persistence)",
+    ),
+    (
+        "echo x > ~/.local/share/systemd/user/x.service",
+        "(scheduling/persistence)",
+    ),
     ("echo x > ~/.config/pip/pip.conf", "(credentials)"),
     ("echo x > ~/.yarnrc.yml", "(credentials)"),
     ("echo x > .yarnrc", "(credentials)"),
@@ -288,8 +396,14 @@ const LEFT: &[(&str, &str)] = &[
     ("echo x > .envrc", "(shell start-up)"),
     ("mkdir -p sub/.git/hooks", "(git configuration)"),
     // --- opaque by nature
-    ("$(printf 'gi%s' t) config --global a.b c", "command substitution"),
-    ("python3 -c \"import os; open(os.path.expanduser('~')+'/.bash'+'rc','a')\"", "unmodeled program \"python3\""),
+    (
+        "$(printf 'gi%s' t) config --global a.b c",
+        "command substitution",
+    ),
+    (
+        "python3 -c \"import os; open(os.path.expanduser('~')+'/.bash'+'rc','a')\"",
+        "unmodeled program \"python3\"",
+    ),
     ("cd \"$(dirname ~/.ssh/x)\"", "command substitution"),
     ("tar -xf x -C ~", "unmodeled program \"tar\""),
     ("make install", "unmodeled program \"make\""),
@@ -300,7 +414,10 @@ const LEFT: &[(&str, &str)] = &[
     ("cat ~/.ssh/id_rsa", "reads ~/.ssh/id_rsa (credentials)"),
     ("cat secrets-dir/.env", "(credentials)"),
     ("grep -r key .", "(c2c broker state)"),
-    ("grep -r key secrets-dir", "reads ~/proj/secrets-dir/.env (credentials)"),
+    (
+        "grep -r key secrets-dir",
+        "reads ~/proj/secrets-dir/.env (credentials)",
+    ),
     ("rg key", "reads"),
     ("rg key ~/proj/secrets-dir", "(credentials)"),
     ("grep -rn x ~", "(credentials)"),
@@ -316,7 +433,10 @@ const LEFT: &[(&str, &str)] = &[
     ("rm -rf /", "outside the project"),
     ("mv src ~/x", "outside the project"),
     ("cp README.md x | cat", "cp in a pipeline"),
-    ("cd /tmp && git status", "working directory outside the worktree"),
+    (
+        "cd /tmp && git status",
+        "working directory outside the worktree",
+    ),
 ];
 
 /// Confined commands: approved.
@@ -426,7 +546,11 @@ fn cdpath_in_the_context_leaves_bare_cd() {
     let f = fixture();
     let ctx = f.ctx().with_cdpath(Some(".git".into()));
     let h = f.bash_ctx("cd hooks; echo x > pre-commit", &ctx).unwrap();
-    assert!(h.reason.contains("cd hooks with CDPATH set"), "{}", h.reason);
+    assert!(
+        h.reason.contains("cd hooks with CDPATH set"),
+        "{}",
+        h.reason
+    );
     assert!(f.bash_ctx("cd ./src && ls", &ctx).is_none());
 }
 
@@ -434,7 +558,11 @@ fn cdpath_in_the_context_leaves_bare_cd() {
 fn a_path_entry_inside_the_project_makes_programs_unproven() {
     let f = fixture();
     let bin = f.proj.join("bin");
-    for path in [format!("{}:/usr/bin", bin.display()), "bin:/usr/bin".into(), ":/usr/bin".into()] {
+    for path in [
+        format!("{}:/usr/bin", bin.display()),
+        "bin:/usr/bin".into(),
+        ":/usr/bin".into(),
+    ] {
         let ctx = f.ctx().with_path_env(Some(path.clone()));
         let h = f.bash_ctx("ls", &ctx).unwrap_or_else(|| panic!("{path}"));
         assert!(h.reason.contains("PATH"), "{}", h.reason);
@@ -449,7 +577,11 @@ fn git_leaves_a_planted_repository() {
     fs::create_dir_all(f.proj.join("sub/objects")).unwrap();
     fs::write(f.proj.join("sub/HEAD"), "ref: refs/heads/main\n").unwrap();
     let h = f.bash("cd sub && git log").unwrap();
-    assert!(h.reason.contains("may be another repository"), "{}", h.reason);
+    assert!(
+        h.reason.contains("may be another repository"),
+        "{}",
+        h.reason
+    );
 }
 
 #[test]
@@ -457,7 +589,11 @@ fn tool_requests() {
     let f = fixture();
     for (perm, path, want) in [
         ("edit", "$P/L/../config", Some("git configuration")),
-        ("write", "$P/L/../hooks/pre-commit", Some("git configuration")),
+        (
+            "write",
+            "$P/L/../hooks/pre-commit",
+            Some("git configuration"),
+        ),
         ("write", "$P/d1", Some("shell start-up")),
         ("write", "$P/homelink/.bashrc", Some("shell start-up")),
         ("edit", "$P/../.bashrc", Some("shell start-up")),
@@ -489,11 +625,17 @@ fn tool_requests() {
         patterns: vec![".git/config".into()],
         ..Default::default()
     };
-    assert!(check(&r, &ctx).unwrap().reason.contains("git configuration"));
+    assert!(check(&r, &ctx)
+        .unwrap()
+        .reason
+        .contains("git configuration"));
     r.patterns = vec!["src/x.rs".into()];
     assert!(check(&r, &ctx).is_none());
     r.args = serde_json::json!({"patchText": "*** Begin Patch\n*** Add File: AGENTS.md\n+x\n*** End Patch"});
-    assert!(check(&r, &ctx).unwrap().reason.contains("agent instructions"));
+    assert!(check(&r, &ctx)
+        .unwrap()
+        .reason
+        .contains("agent instructions"));
     // No path at all: nothing shown.
     let empty = PermissionRequest {
         permission: "write".into(),
@@ -552,12 +694,79 @@ fn random_input_never_panics() {
     let ctx = f.ctx();
     let mut next = crate::testutil::xorshift(0x51ed_2701_9a3c_44b1);
     const ATOMS: &[&str] = &[
-        "ls", "cat", "echo", "cd", "git", "status", "rm", "-rf", "cp", "mv", "mkdir", "-p", "grep",
-        "-r", "find", "-name", " ", " ", " ", ";", "&&", "||", "|", "\n", ">", ">>", "<", "2>&1",
-        "&>", "'", "\"", "\\", "$", "${", "}", "{", "(", ")", "#", "~", "~/", "/", "..", ".", "*",
-        "?", "[", "]", "=", "f=", "$f", "$HOME", ".git", "hooks", "L", "d1", "homelink", "loop1",
-        ".bashrc", "README.md", "src", "-t", "-e", "--", "é", "\u{200d}", "\t", "<<", "<(", "!",
-        "`", "$(", "x",
+        "ls",
+        "cat",
+        "echo",
+        "cd",
+        "git",
+        "status",
+        "rm",
+        "-rf",
+        "cp",
+        "mv",
+        "mkdir",
+        "-p",
+        "grep",
+        "-r",
+        "find",
+        "-name",
+        " ",
+        " ",
+        " ",
+        ";",
+        "&&",
+        "||",
+        "|",
+        "\n",
+        ">",
+        ">>",
+        "<",
+        "2>&1",
+        "&>",
+        "'",
+        "\"",
+        "\\",
+        "$",
+        "${",
+        "}",
+        "{",
+        "(",
+        ")",
+        "#",
+        "~",
+        "~/",
+        "/",
+        "..",
+        ".",
+        "*",
+        "?",
+        "[",
+        "]",
+        "=",
+        "f=",
+        "$f",
+        "$HOME",
+        ".git",
+        "hooks",
+        "L",
+        "d1",
+        "homelink",
+        "loop1",
+        ".bashrc",
+        "README.md",
+        "src",
+        "-t",
+        "-e",
+        "--",
+        "é",
+        "\u{200d}",
+        "\t",
+        "<<",
+        "<(",
+        "!",
+        "`",
+        "$(",
+        "x",
     ];
     for i in 0..3000 {
         let n = (next() % 12) as usize;
@@ -583,7 +792,10 @@ fn security_md_lists_exactly_the_table() {
     let doc = include_str!("../../../SECURITY.md");
     let begin = "<!-- allow-table:begin (generated: cargo run --example guardrail_table) -->\n";
     let end = "<!-- allow-table:end -->";
-    let a = doc.find(begin).expect("SECURITY.md has the generated block") + begin.len();
+    let a = doc
+        .find(begin)
+        .expect("SECURITY.md has the generated block")
+        + begin.len();
     let b = doc[a..].find(end).expect("end marker") + a;
     assert_eq!(
         &doc[a..b],
@@ -591,4 +803,3 @@ fn security_md_lists_exactly_the_table() {
         "SECURITY.md is stale: run `cargo run --example guardrail_table` and paste its output"
     );
 }
-
