@@ -1462,6 +1462,10 @@ impl<'a> Checker<'a> {
         for r in &cmd.redirs {
             if let Redir::File { op, target } = r {
                 let t = self.expand(target)?;
+                // bash itself duplicates these descriptors; no file is opened.
+                if matches!(t.as_str(), "/dev/stdout" | "/dev/stderr") && *op != RedirOp::In {
+                    continue;
+                }
                 match op {
                     RedirOp::In => {
                         self.path(&t, Access::Read, true, "redirection")?;
