@@ -991,3 +991,82 @@ fn security_md_lists_exactly_the_table() {
         "SECURITY.md is stale: run `cargo run --example guardrail_table` and paste its output"
     );
 }
+
+/// Every file and directory under `$HOME` except the project's own unprotected files, with
+/// contents (or link target) and mode.
+fn snapshot(f: &Fixture) -> Vec<(PathBuf, String, u32)> {
+    use std::os::unix::fs::PermissionsExt;
+    let mut out = Vec::new();
+    let mut stack = vec![f.home.clone()];
+    while let Some(d) = stack.pop() {
+        let mut entries: Vec<_> = fs::read_dir(&d)
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .collect();
+        entries.sort();
+        for p in entries {
+            let rel = p.strip_prefix(&f.proj).ok();
+            let in_project_unprotected = rel.is_some_and(|r| {
+                !r.starts_with(".git") && !r.starts_with(".broker") && !r.starts_with("secrets-dir")
+            });
+            if in_project_unprotected {
+                continue;
+            }
+            let m = fs::symlink_metadata(&p).unwrap();
+            let body = if m.file_type().is_symlink() {
+                format!("-> {}", fs::read_link(&p).unwrap().display())
+            } else if m.is_dir() {
+                stack.push(p.clone());
+                "dir".into()
+            } else {
+                String::from_utf8_lossy(&fs::read(&p).unwrap()).into_owned()
+            };
+            out.push((p, body, m.permissions().mode()));
+        }
+    }
+    out
+}
+
+/// Proof by running it: every approved command of the table, run with bash in a throwaway
+/// home and project, leaves everything outside the project's unprotected files unchanged.
+#[test]
+fn approved_commands_run_by_bash_change_nothing_protected() {
+    if std::process::Command::new("bash")
+        .arg("-c")
+        .arg("true")
+        .status()
+        .is_err()
+    {
+        return; // no bash here: nothing to prove against
+    }
+    for cmd in APPROVED {
+        let f = fixture();
+        assert!(f.bash(cmd).is_none(), "{cmd:?} is in the approved table");
+        let before = snapshot(&f);
+        let _ = std::process::Command::new("bash")
+            .arg("-c")
+            .arg(cmd)
+            .current_dir(&f.proj)
+            .env_clear()
+            .env("HOME", &f.home)
+            .env("PATH", "/usr/local/bin:/usr/bin:/bin")
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .status()
+            .unwrap();
+        assert_eq!(snapshot(&f), before, "{cmd:?} changed a protected place");
+    }
+    // The snapshot does see a change: run one of the left commands.
+    let f = fixture();
+    let before = snapshot(&f);
+    let attack = "echo x > L/../hooks/pre-commit";
+    assert!(f.bash(attack).is_some());
+    std::process::Command::new("bash")
+        .arg("-c")
+        .arg(attack)
+        .current_dir(&f.proj)
+        .status()
+        .unwrap();
+    assert_ne!(snapshot(&f), before);
+}
