@@ -1006,6 +1006,10 @@ fn snapshot(f: &Fixture) -> Vec<(PathBuf, String, u32)> {
         entries.sort();
         for p in entries {
             let rel = p.strip_prefix(&f.proj).ok();
+            if rel.is_some_and(|r| r.as_os_str().is_empty()) {
+                stack.push(p);
+                continue;
+            }
             let in_project_unprotected = rel.is_some_and(|r| {
                 !r.starts_with(".git") && !r.starts_with(".broker") && !r.starts_with("secrets-dir")
             });
