@@ -1006,17 +1006,18 @@ fn snapshot(f: &Fixture) -> Vec<(PathBuf, String, u32)> {
         entries.sort();
         for p in entries {
             let rel = p.strip_prefix(&f.proj).ok();
-            if rel.is_some_and(|r| r.as_os_str().is_empty()) {
-                stack.push(p);
-                continue;
-            }
+            let m = fs::symlink_metadata(&p).unwrap();
             let in_project_unprotected = rel.is_some_and(|r| {
-                !r.starts_with(".git") && !r.starts_with(".broker") && !r.starts_with("secrets-dir")
+                !r.starts_with(".git")
+                    && !r.starts_with(".broker")
+                    && r != Path::new("secrets-dir/.env")
             });
             if in_project_unprotected {
+                if m.is_dir() {
+                    stack.push(p);
+                }
                 continue;
             }
-            let m = fs::symlink_metadata(&p).unwrap();
             let body = if m.file_type().is_symlink() {
                 format!("-> {}", fs::read_link(&p).unwrap().display())
             } else if m.is_dir() {
