@@ -306,7 +306,27 @@ impl FsProbe for RealFs {
 /// whole effect is shown confined). See the module doc.
 pub fn check(req: &PermissionRequest, ctx: &PathContext) -> Option<GuardrailHit> {
     let mut c = Checker::new(ctx, &RealFs, true);
-    c.request(req).err()
+    c.request(req).err().map(tidy)
+}
+
+/// Longest reason kept (characters): reasons quote words of the request, which a peer chose.
+const MAX_REASON: usize = 300;
+
+/// Bounds the reason's length and replaces control characters (it is logged and shown).
+fn tidy(mut h: GuardrailHit) -> GuardrailHit {
+    if h.reason.chars().count() > MAX_REASON || h.reason.chars().any(char::is_control) {
+        let mut r: String = h
+            .reason
+            .chars()
+            .take(MAX_REASON)
+            .map(|c| if c.is_control() { '?' } else { c })
+            .collect();
+        if h.reason.chars().count() > MAX_REASON {
+            r.push('…');
+        }
+        h.reason = r;
+    }
+    h
 }
 
 /// [`check`] with an explicit file-system probe.
@@ -316,7 +336,7 @@ pub fn check_with(
     fs: &dyn FsProbe,
 ) -> Option<GuardrailHit> {
     let mut c = Checker::new(ctx, fs, false);
-    c.request(req).err()
+    c.request(req).err().map(tidy)
 }
 
 /// The modeled-program table as Markdown, for SECURITY.md (a unit test keeps SECURITY.md's

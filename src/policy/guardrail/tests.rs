@@ -976,6 +976,16 @@ fn random_input_never_panics() {
 }
 
 #[test]
+fn reasons_are_bounded_and_printable() {
+    let f = fixture();
+    let long = format!("make {}", "x".repeat(5000));
+    let h = f.bash(&long).unwrap();
+    assert!(h.reason.chars().count() <= 301, "{}", h.reason.len());
+    let h = f.tool("write", "/tmp/a\nb\u{1b}[2J").unwrap();
+    assert!(!h.reason.chars().any(char::is_control), "{:?}", h.reason);
+}
+
+#[test]
 fn security_md_lists_exactly_the_table() {
     let doc = include_str!("../../../SECURITY.md");
     let begin = "<!-- allow-table:begin (generated: cargo run --example guardrail_table) -->\n";
