@@ -404,7 +404,7 @@ pub fn allow_table_markdown() -> String {
 /// At most this many symlinks are followed for one path (Linux's limit).
 const MAX_LINKS: usize = 40;
 /// At most this many directory entries are looked at by one recursive check.
-const WALK_MAX: usize = 4096;
+const WALK_MAX: usize = 20_000;
 /// At most this many directory levels are descended by one recursive check.
 const WALK_DEPTH: usize = 24;
 /// At most this many possible working directories are tracked (each `cd` may fail).
@@ -1320,6 +1320,27 @@ impl<'a> Checker<'a> {
                 Ok(())
             }
             Kind::Find => self.find(args),
+            Kind::SedPrint => {
+                let a = parse(prog.opts, false).map_err(|e| self.hit(e))?;
+                if !args
+                    .iter()
+                    .any(|x| x == "-n" || x == "--quiet" || x == "--silent")
+                {
+                    return Err(self.hit("sed without -n"));
+                }
+                let Some((script, files)) = a.operands.split_first() else {
+                    return Err(self.hit("sed without a script"));
+                };
+                if !sed_print_script(script) {
+                    return Err(self.hit(format!("sed script {script:?} is not modeled")));
+                }
+                for f in files {
+                    if f != "-" {
+                        self.path(f, Access::Read, true, name)?;
+                    }
+                }
+                Ok(())
+            }
             Kind::Mkdir | Kind::Touch => {
                 let a = parse(prog.opts, false).map_err(|e| self.hit(e))?;
                 if a.operands.is_empty() {
@@ -1777,6 +1798,18 @@ impl<'a> Checker<'a> {
 
 fn norm(comps: &[String]) -> Vec<Comp<'_>> {
     comps.iter().map(|c| norm_comp(c)).collect()
+}
+
+/// `Np`, `N,Mp`, `N,$p`, `$p` with decimal N and M: a sed script that only prints lines.
+fn sed_print_script(s: &str) -> bool {
+    let Some(addr) = s.strip_suffix('p') else {
+        return false;
+    };
+    let num = |x: &str| !x.is_empty() && x.len() <= 9 && x.bytes().all(|b| b.is_ascii_digit());
+    match addr.split_once(',') {
+        None => addr == "$" || num(addr),
+        Some((a, b)) => num(a) && (b == "$" || num(b)),
+    }
 }
 
 /// Paths named by an OpenCode/Codex patch (`*** Add File: p`, `*** Update File: p`,
