@@ -12,7 +12,8 @@
 //! # What is approved
 //!
 //! - **bash**: a command in the modeled subset of bash (`parse.rs`: words, quotes, `$name`,
-//!   `;` `&&` `||` `|`, file redirections, comments, lower-case assignments, `cd`) whose every
+//!   `;` `&&` `||` `|`, file redirections, comments, lower-case assignments, `cd`, `*`/`?` in
+//!   the last component of an argument, expanded here against the file system) whose every
 //!   simple command runs a program of the modeled table (`programs.rs`), with only the options
 //!   listed there, and whose every path is confined (below). The command is analysed from
 //!   `metadata.command`, the tool's raw `args.command`, and each `patterns`/`resources` entry
@@ -28,7 +29,8 @@
 //! Every path is resolved like the kernel does ([`FsProbe`] is the only I/O): component by
 //! component from the real working directory, following existing symlinks (chains, relative
 //! and absolute targets, dangling ones as the path they would create; more than 40 → leave),
-//! applying `..` after resolution. A path through `/proc` or an unreadable directory is left.
+//! applying `..` after resolution. A path through `/proc` or an unreadable directory is left,
+//! and so is a file with more than one hard link (except for listing).
 //! The lexically folded form is checked as well (OpenCode's edit tools fold `..` before the
 //! kernel sees the path). Then, by access:
 //!
