@@ -497,6 +497,15 @@ struct Checker<'a> {
     fail_cwds: Vec<Cwd>,
     /// Source text of every simple command analysed (for `patterns`).
     covered: Vec<String>,
+    /// In the command text being analysed: whether something is written, a glob expanded,
+    /// git run. A write together with a glob (a file named `-r` created first) or with git (a
+    /// repository planted first) is left: the check sees the file system before the command.
+    /// Indices (within the command text) of the simple commands that write, glob, run git;
+    /// `simple_ix` is the one being analysed.
+    wrote: Vec<usize>,
+    globbed: Vec<usize>,
+    ran_git: Vec<usize>,
+    simple_ix: usize,
     vars: HashMap<String, String>,
     /// Physical paths `cp`/`mv` created or replaced earlier in this command (they may be
     /// symlinks now): a later path through one is left.
@@ -528,6 +537,10 @@ impl<'a> Checker<'a> {
             cwds: Vec::new(),
             fail_cwds: Vec::new(),
             covered: Vec::new(),
+            wrote: Vec::new(),
+            globbed: Vec::new(),
+            ran_git: Vec::new(),
+            simple_ix: 0,
             vars: HashMap::new(),
             tainted: Vec::new(),
             origin: "",
@@ -651,14 +664,25 @@ impl<'a> Checker<'a> {
         };
         let mut queue: std::collections::VecDeque<String> =
             raw.split('/').map(str::to_string).collect();
+        // A trailing `/` (or `/.`) makes the kernel follow a final symlink (`rm -r link/`
+        // empties the target).
+        let follow_last = follow_last || raw.ends_with('/') || raw.ends_with("/.");
         let mut links = 0usize;
         let mut exists = true;
+        // Length of the stack prefix known to exist: directories below it do not exist yet
+        // and will be created as real directories (mkdir, the edit tools), so `..` from them
+        // is their parent, and resolution resumes once `..` climbs back into existing ones.
+        let mut exists_len = usize::MAX;
         let mut last = Node::Dir;
         while let Some(c) = queue.pop_front() {
             match c.as_str() {
                 "" | "." => continue,
                 ".." => {
                     stack.pop();
+                    if !exists && stack.len() <= exists_len {
+                        exists = true;
+                        last = Node::Dir;
+                    }
                     continue;
                 }
                 _ => {}
@@ -676,6 +700,7 @@ impl<'a> Checker<'a> {
             match self.lstat(&here) {
                 Node::Missing => {
                     exists = false;
+                    exists_len = stack.len() - 1;
                     last = Node::Missing;
                 }
                 Node::Unknown => return Err(format!("cannot look at {}", self.display(&stack))),
@@ -834,6 +859,7 @@ impl<'a> Checker<'a> {
                 if is_dev_null && access == Access::Write {
                     return Ok(());
                 }
+                self.wrote.push(self.simple_ix);
                 let strict = access == Access::WriteTree;
                 let inside = self
                     .write_roots
@@ -1115,6 +1141,9 @@ impl<'a> Checker<'a> {
         self.fail_cwds.clear();
         self.vars.clear();
         self.tainted.clear();
+        self.wrote.clear();
+        self.globbed.clear();
+        self.ran_git.clear();
         let script =
             parse::parse(text).map_err(|u| self.hit(format!("{} at byte {}", u.what, u.at)))?;
         for pl in &script.pipelines {
@@ -1130,8 +1159,18 @@ impl<'a> Checker<'a> {
             let conditional = pl.sep != Sep::Seq;
             for cmd in &pl.cmds {
                 self.covered.push(text[cmd.at..cmd.end].to_string());
+                self.simple_ix += 1;
                 self.simple(cmd, in_pipeline, conditional)?;
             }
+        }
+        // Another simple command's write (before, or beside in a pipeline) is not in the
+        // file system the check saw.
+        let other = |a: &[usize], b: &[usize]| a.iter().any(|x| b.iter().any(|y| x != y));
+        if other(&self.globbed, &self.wrote) {
+            return Err(self.hit("glob in a command that also writes files"));
+        }
+        if other(&self.ran_git, &self.wrote) {
+            return Err(self.hit("git in a command that also writes files"));
         }
         Ok(())
     }
@@ -1207,6 +1246,7 @@ impl<'a> Checker<'a> {
         for w in &cmd.words[1..] {
             if w.parts.iter().any(|p| matches!(p, Part::Glob(_))) {
                 first_glob.get_or_insert(argv.len());
+                self.globbed.push(self.simple_ix);
                 argv.extend(self.glob(w)?);
             } else {
                 argv.push(self.expand(w)?);
@@ -1283,6 +1323,9 @@ impl<'a> Checker<'a> {
                 }
                 let access = if prog.kind == Kind::List {
                     Access::List
+                } else if matches!(name, "diff" | "cmp") {
+                    // `diff DIR1 DIR2` reads the files in both directories.
+                    Access::ReadTree
                 } else {
                     Access::Read
                 };
@@ -1721,6 +1764,7 @@ impl<'a> Checker<'a> {
     }
 
     fn git(&mut self, args: &[String]) -> Result<(), Hit> {
+        self.ran_git.push(self.simple_ix);
         let mut i = 0;
         while i < args.len() && matches!(args[i].as_str(), "--no-pager" | "-P") {
             i += 1;

@@ -26,6 +26,7 @@ const ANY_COMPONENT: &[Rule] = &[
     // All of a repository's directory: config, hooks, but also `modules/*/config`, `info/`.
     (".git", GitConfig),
     ("keyrings", Credentials),
+    (".codex", Credentials),
     (".mozilla", Credentials),
     ("google-chrome", Credentials),
     ("chromium", Credentials),
@@ -76,6 +77,10 @@ const LAST_NAME: &[Rule] = &[
     (".pgpass", Credentials),
     (".my.cnf", Credentials),
     (".vault-token", Credentials),
+    (".credentials.json", Credentials),
+    ("credentials.json", Credentials),
+    ("credentials", Credentials),
+    ("auth.json", Credentials),
     // Shell and REPL histories hold pasted secrets.
     (".bash_history", Credentials),
     (".zsh_history", Credentials),
@@ -235,8 +240,24 @@ fn find_rule(c: &Comp, index: &Index) -> Option<Category> {
     index.0.get(&*c.s).copied()
 }
 
-/// The category of a normalised absolute path, if protected.
+/// The category of a normalised absolute path, if protected. When several rules match,
+/// credentials and broker state win (they also protect reads): `~/.claude/.credentials.json`
+/// is credentials although `.claude/` is permission configuration.
 pub(super) fn categorize(comps: &[Comp]) -> Option<Category> {
+    let first = categorize_first(comps)?;
+    if matches!(first, Credentials | BrokerState) {
+        return Some(first);
+    }
+    // A read-protecting rule further down the path wins.
+    for k in 1..comps.len() {
+        if let Some(c @ (Credentials | BrokerState)) = categorize_first(&comps[k..]) {
+            return Some(c);
+        }
+    }
+    Some(first)
+}
+
+fn categorize_first(comps: &[Comp]) -> Option<Category> {
     let ix = indexes();
     let n = comps.len();
     for (i, c) in comps.iter().enumerate() {

@@ -381,6 +381,29 @@ const LEFT: &[(&str, &str)] = &[
     ("echo x >> hardlink", "other hard links"),
     ("cat hardlink", "other hard links"),
     ("cd +1", "cd +1"),
+    // G2's findings: `..` out of a directory created first, a trailing slash on a link,
+    // a glob or git next to a write, diff of directories, credentials under `.claude`.
+    (
+        "mkdir -p x && echo y > x/../L/../config",
+        "writes ~/proj/.git/config",
+    ),
+    ("rm -r homelink/", "outside the project"),
+    ("rm -rf homelink/.", "outside the project"),
+    (
+        "touch docs/-r; rm docs/*",
+        "glob in a command that also writes files",
+    ),
+    (
+        "ls docs/* | touch x",
+        "glob in a command that also writes files",
+    ),
+    (
+        "mkdir -p sub && touch sub/HEAD && cd sub && git log",
+        "git in a command that also writes",
+    ),
+    ("diff -N secrets-dir docs", "(credentials)"),
+    ("cat ~/.claude/.credentials.json", "(credentials)"),
+    ("cat ~/.codex/auth.json", "(credentials)"),
     ("cp README.md d1", "writes ~/.zshrc"),
     (
         "cp README.md x && echo hi > x",
@@ -785,6 +808,11 @@ fn tool_requests() {
     let f = fixture();
     for (perm, path, want) in [
         ("edit", "$P/L/../config", Some("git configuration")),
+        (
+            "write",
+            "$P/newdir/../L/../config",
+            Some("git configuration"),
+        ),
         (
             "write",
             "$P/L/../hooks/pre-commit",
