@@ -26,7 +26,8 @@
 //!
 //! # Paths
 //!
-//! Every path is resolved like the kernel does ([`FsProbe`] is the only I/O): component by
+//! Every path is resolved like the kernel does ([`FsProbe`] is the only I/O for paths; git's
+//! configuration files are read for git commands, `gitconfig.rs`): component by
 //! component from the real working directory, following existing symlinks (chains, relative
 //! and absolute targets, dangling ones as the path they would create; more than 40 → leave),
 //! applying `..` after resolution. A path through `/proc` or an unreadable directory is left,
@@ -45,6 +46,7 @@
 //! Names are compared per component, case-insensitively, after NFKC normalisation with
 //! invisible characters removed (`names.rs`).
 
+mod gitconfig;
 mod names;
 pub(crate) mod parse;
 pub(crate) mod programs;
@@ -165,6 +167,9 @@ pub struct PathContext {
     /// system; [`check_with`] works them out on every call): an approved request can neither
     /// move a root nor create a symlink, so they do not change under approved requests.
     roots: std::sync::OnceLock<Roots>,
+    /// Whether git's configuration names a program inside the project (worked out once by
+    /// [`check`]; the files are protected, so approved requests cannot change it).
+    git_verdict: std::sync::OnceLock<Option<String>>,
 }
 
 /// The physical forms of a context's directories.
@@ -195,6 +200,7 @@ impl PathContext {
             path_env: std::env::var("PATH").ok(),
             path_verdict: std::sync::OnceLock::new(),
             roots: std::sync::OnceLock::new(),
+            git_verdict: std::sync::OnceLock::new(),
         }
     }
 
@@ -1818,6 +1824,21 @@ impl<'a> Checker<'a> {
         dot_git.push(".git".into());
         if !matches!(self.lstat(&join(&dot_git)), Node::Dir | Node::File) {
             return Err(self.hit("git: the worktree has no .git"));
+        }
+        let verdict = match self.ctx.git_verdict.get().filter(|_| self.cache) {
+            Some(v) => v.clone(),
+            None => {
+                let v = gitconfig::relative_program(&self.ctx.home, Path::new(&join(&wt)));
+                if self.cache {
+                    let _ = self.ctx.git_verdict.set(v.clone());
+                }
+                v
+            }
+        };
+        if let Some(why) = verdict {
+            return Err(self.hit(format!(
+                "git: configuration names a program in the project ({why})"
+            )));
         }
         for c in self.cwds.clone() {
             if !starts_with(&c.physical, &wt) {

@@ -791,6 +791,33 @@ fn a_path_entry_inside_the_project_makes_programs_unproven() {
 }
 
 #[test]
+fn git_leaves_when_its_config_names_a_program_in_the_project() {
+    let f = fixture();
+    assert!(f.bash("git status").is_none());
+    fs::write(
+        f.proj.join(".git/config"),
+        "[core]\n\thooksPath = .githooks\n",
+    )
+    .unwrap();
+    let h = f.bash("git status").unwrap();
+    assert!(h.reason.contains("hookspath = .githooks"), "{}", h.reason);
+    fs::write(f.proj.join(".git/config"), "[core]\n\tpager = less -R\n").unwrap();
+    assert!(f.bash("git status").is_none());
+    fs::write(
+        f.home.join(".gitconfig"),
+        "[include]\n\tpath = ~/more.gitconfig\n",
+    )
+    .unwrap();
+    fs::write(
+        f.home.join("more.gitconfig"),
+        "[diff]\n\texternal = ./d.sh\n",
+    )
+    .unwrap();
+    let h = f.bash("git diff").unwrap();
+    assert!(h.reason.contains("external = ./d.sh"), "{}", h.reason);
+}
+
+#[test]
 fn git_leaves_a_planted_repository() {
     let f = fixture();
     fs::create_dir_all(f.proj.join("sub/objects")).unwrap();
