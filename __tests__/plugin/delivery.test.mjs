@@ -176,7 +176,9 @@ describe('Delivery queue', () => {
     // Issue 19, the busy race: the last idle event is stale once the user's prompt started a
     // turn; OpenCode's own status says busy, so nothing is injected until the next idle.
     const inbox = [msg('a')];
-    const { client, calls } = recordingClient();
+    let d;
+    // Acknowledged once stored (issue 11): the client reports each accepted message stored.
+    const { client, calls } = recordingClient({ onAccepted: (id) => d.stored('ses_me', id) });
     const { deps, acked, busy } = fakeDeps(inbox);
     let serverBusy = true;
     const asked = [];
@@ -184,7 +186,7 @@ describe('Delivery queue', () => {
       asked.push(sid);
       return serverBusy;
     };
-    const d = new Delivery(deps, makeInject(client), { fallbackIntervalMs: 1000, retryBaseMs: 5 });
+    d = new Delivery(deps, makeInject(client), { fallbackIntervalMs: 1000, retryBaseMs: 5 });
     await d.flush('ses_me');
     expect(asked).toEqual(['ses_me']);
     expect(calls.length).toBe(0);
@@ -193,6 +195,7 @@ describe('Delivery queue', () => {
     busy.set('ses_me', false);
     serverBusy = false;
     await d.flush('ses_me');
+    await sleep(5);
     expect(calls.length).toBe(1);
     expect(acked).toEqual(['a']);
     // A failed status call (undefined) does not block delivery.
