@@ -159,9 +159,15 @@ pub struct Sandbox {
 }
 
 impl Sandbox {
-    /// A fresh sandbox with every file and link above.
+    /// A fresh sandbox with every file and link above, in the system temp directory.
     pub fn new() -> Sandbox {
-        let dir = tempfile::tempdir().unwrap();
+        Sandbox::new_in(&std::env::temp_dir())
+    }
+
+    /// A fresh sandbox below `parent` (the execution test uses a tmpfs: resetting the sandbox
+    /// thousands of times on a disk file system costs minutes).
+    pub fn new_in(parent: &Path) -> Sandbox {
+        let dir = tempfile::tempdir_in(parent).unwrap();
         let root = fs::canonicalize(dir.path()).unwrap();
         let home = root.join("home");
         let project = root.join("project");
@@ -235,20 +241,39 @@ impl Sandbox {
     }
 
     /// Every protected place of this sandbox, from the lists above (independent of the
-    /// engine), with whether it is recorded recursively. HOME holds only protected things, so
-    /// it is recorded in full; `.git` itself is recorded without its contents (git's own
-    /// commands legitimately write `.git/index` and objects), its `config`, `hooks/` and
-    /// `info/` in full.
+    /// engine), with whether it is recorded recursively. HOME, `.config`, `.local` and `.git`
+    /// themselves are recorded without their entries (a new `~/notes.txt` or `.git/index` is
+    /// no harm); every protected name in them is recorded in full (created, changed or removed
+    /// counts).
     pub fn protected_paths(&self) -> Vec<(PathBuf, bool)> {
         let mut v = vec![
-            (self.home.clone(), true),
             (self.root.clone(), false),
+            (self.home.clone(), false),
             (self.project.clone(), false),
             (self.project.join(".git"), false),
             (self.project.join(".git/config"), true),
             (self.project.join(".git/hooks"), true),
             (self.project.join(".git/info"), true),
+            (self.home.join(".config"), false),
+            (self.home.join(".local"), false),
+            (self.home.join(".local/share"), false),
+            (self.home.join(".local/state/c2c"), true),
         ];
+        // HOME: every planted or listed name is protected (as a whole, recursively), except
+        // that `.config` and `.local` are containers: their protected children are listed.
+        for p in HOME_FILES.iter().map(|(p, _)| *p).chain(HOME_ABSENT.iter().copied()) {
+            let comps: Vec<&str> = p.split('/').collect();
+            let keep = match comps[0] {
+                ".config" => 2,
+                ".local" => 3,
+                _ => 1,
+            }
+            .min(comps.len());
+            v.push((self.home.join(comps[..keep].join("/")), true));
+        }
+        for extra in [".config/environment.d", ".pip", "Library/LaunchAgents"] {
+            v.push((self.home.join(extra), true));
+        }
         for (p, _) in PROJECT_PROTECTED_FILES {
             if !p.starts_with(".git/") {
                 let top = p.split('/').next().unwrap();

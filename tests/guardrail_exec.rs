@@ -1,0 +1,504 @@
+//! Issue 10, proof by execution: commands generated from a bash grammar and a broad list of
+//! programs are checked by the guardrail; every one it approves ("once") is RUN with bash in a
+//! throwaway HOME and project, and no protected file or directory of that sandbox may change
+//! (content, mode, owner, symlink target, new or removed entries).
+//!
+//! The protected list is the test's own (`guardrail_support::Sandbox::protected_paths`), not
+//! the engine's. Each case is drawn from its own xorshift stream (seed, case index), so one case
+//! replays alone.
+//!
+//! - `C2C_GUARD_EXEC_CASES` (default 3000): how many commands to generate.
+//! - `C2C_GUARD_EXEC_SEED` (default fixed): the seed; printed on failure.
+//! - `C2C_GUARD_EXEC_ONLY=<index>`: run only that case (with the seed), printing what it does.
+//!
+//! Safety (CI and dev machines run this as root): generated paths stay inside the sandbox (or
+//! `/dev/null`), no network programs are generated, the command runs with `bash --norc
+//! --noprofile -c`, a cleared environment (PATH, HOME, LANG), a 5 s kill timeout, and — when
+//! the test runs as root — as uid/gid 65534 with no supplementary groups and no new privileges
+//! (`setpriv`), the sandbox chowned to that uid, so even a wrongly approved command can touch
+//! nothing but the sandbox.
+
+mod guardrail_support;
+
+use std::os::unix::fs::MetadataExt;
+use std::path::Path;
+use std::process::{Command, Stdio};
+
+use c2c_bridge::policy::guardrail::check;
+use guardrail_support::{bash_request, diff, xorshift, Sandbox};
+
+/// The unprivileged uid/gid commands run as when the test runs as root.
+const NOBODY: u32 = 65534;
+
+struct Gen {
+    next: Box<dyn FnMut() -> u64>,
+}
+
+impl Gen {
+    fn new(seed: u64, case: u64) -> Gen {
+        let mut n = xorshift(seed ^ case.wrapping_add(1).wrapping_mul(0x9e37_79b9_7f4a_7c15));
+        // Warm the stream so neighbouring cases diverge at once.
+        for _ in 0..4 {
+            n();
+        }
+        Gen { next: Box::new(n) }
+    }
+    fn below(&mut self, n: usize) -> usize {
+        ((self.next)() % n as u64) as usize
+    }
+    fn chance(&mut self, percent: usize) -> bool {
+        self.below(100) < percent
+    }
+    fn pick<'a>(&mut self, xs: &[&'a str]) -> &'a str {
+        xs[self.below(xs.len())]
+    }
+}
+
+/// Ordinary places in the project (files that exist, files that do not, directories).
+const BENIGN_FILES: &[&str] = &[
+    "README.md",
+    "data.txt",
+    "input.txt",
+    "src/main.rs",
+    "src/lib.rs",
+    "docs/guide.md",
+    "tmp/new.txt",
+    "notes.txt",
+    "out.txt",
+    "build/x.o",
+    "src_link/extra.rs",
+    "./tmp/n",
+    "docs/../tmp/k",
+    "tmp/sub/../m",
+    "@P@/tmp/abs.txt",
+    "$PWD/tmp/pwd.txt",
+    "\"tmp/with space\"",
+];
+const BENIGN_DIRS: &[&str] = &["src", "docs", "tmp", "build", "src_link", "./tmp", "tests"];
+
+/// Protected places, by plain name and through every trick the issue lists.
+const PROTECTED_FILES: &[&str] = &[
+    "~/.bashrc",
+    "~/.profile",
+    "~/.zshrc",
+    "~/.ssh/authorized_keys",
+    "~/.ssh/id_ed25519",
+    "~/.config/opencode/opencode.json",
+    "~/.config/opencode/config.json",
+    "~/.bashrc.d/x.sh",
+    "~/.config/systemd/user/x.service",
+    "~/.local/share/systemd/user/x.timer",
+    "~/.config/pip/pip.conf",
+    "~/.yarnrc.yml",
+    "~/.c2c/registry.json",
+    "~/.gitconfig",
+    ".git/config",
+    ".git/hooks/pre-commit",
+    ".git/hooks/pre-commit.sample",
+    "AGENTS.md",
+    "CLAUDE.md",
+    "opencode.json",
+    ".opencode/agent/build.md",
+    ".env",
+    ".envrc",
+    ".husky/pre-commit",
+    // Through links and `..`.
+    "lnk_obj/../config",
+    "lnk_obj/../hooks/pre-commit",
+    "lnk_hooks/../config",
+    "lnk_chain1",
+    "lnk_dangle",
+    "notes_link.txt",
+    "lnk_home/.bashrc",
+    "lnk_ssh/authorized_keys",
+    "docs/up/.git/config",
+    "lnk_units/x.service",
+    "lnk_config/opencode/opencode.json",
+    "@P@/lnk_obj/../config",
+    // Spelled differently.
+    "$HOME/.bashrc",
+    "\"$HOME\"/.profile",
+    "${HOME}/.zshrc",
+    "~/../home/.bashrc",
+    "/proc/self/cwd/.git/config",
+    ".git/../.git/config",
+    "./.git//config",
+    "'.git'/config",
+    "\".git/con\"fig",
+    ".git/hoo?s/pre-commit",
+    ".git/h*/pre-commit",
+    "~/.bash{rc,_profile}",
+    "$PWD/.git/config",
+    "@R@/home/.bashrc",
+    "~/.bash\\rc",
+    "~/.ba''shrc",
+];
+const PROTECTED_DIRS: &[&str] = &[
+    "~",
+    "~/.ssh",
+    "~/.config",
+    "~/.config/opencode",
+    "~/.config/systemd/user",
+    "~/.bashrc.d",
+    "~/.c2c",
+    ".git",
+    ".git/hooks",
+    ".opencode",
+    "lnk_obj/..",
+    "lnk_git",
+    "lnk_home",
+    "lnk_ssh",
+    "lnk_hooks",
+    "docs/up/.git",
+    "$HOME",
+    "/proc/self/cwd/.git",
+];
+
+impl Gen {
+    fn file(&mut self) -> String {
+        if self.chance(55) {
+            self.pick(BENIGN_FILES).to_owned()
+        } else {
+            self.pick(PROTECTED_FILES).to_owned()
+        }
+    }
+    fn dir(&mut self) -> String {
+        if self.chance(55) {
+            self.pick(BENIGN_DIRS).to_owned()
+        } else {
+            self.pick(PROTECTED_DIRS).to_owned()
+        }
+    }
+    fn word(&mut self) -> String {
+        self.pick(&["ok", "hello", "x", "'a b'", "\"$HOME\"", "TODO", "fn", "-n", "$PWD"])
+            .to_owned()
+    }
+    fn mode(&mut self) -> &'static str {
+        self.pick(&["644", "755", "+x", "u+w", "a+w", "000", "go-r"])
+    }
+
+    /// One simple command from the program table: (argv text, reads stdin).
+    fn simple(&mut self) -> String {
+        let f = self.file();
+        let g = self.file();
+        let d = self.dir();
+        match self.below(44) {
+            0 => format!("ls {} {d}", self.pick(&["", "-l", "-la", "-R", "-1", "-d", "-lad"])),
+            1 => format!("cat {f}"),
+            2 => format!("head {} {f}", self.pick(&["", "-n 3", "-n3", "-c 10", "-c10"])),
+            3 => format!("tail {} {f}", self.pick(&["", "-n 2", "-n2", "-c5"])),
+            4 => format!("wc {} {f}", self.pick(&["-l", "-c", "-lw", ""])),
+            5 => format!(
+                "grep {} {} {f}",
+                self.pick(&["", "-n", "-c", "-i", "-rn", "-l"]),
+                self.word()
+            ),
+            6 => format!("rg {} {d}", self.word()),
+            7 => format!(
+                "find {d} {}",
+                self.pick(&["", "-name '*.txt'", "-type f", "-maxdepth 1", "-type d -name x"])
+            ),
+            8 => format!("stat {f}"),
+            9 => format!("echo {} {}", self.word(), self.word()),
+            10 => format!("printf '%s\\n' {}", self.word()),
+            11 => format!("touch {} {f}", self.pick(&["", "-c", "-a"])),
+            12 => format!("mkdir {} {d}/{}", self.pick(&["", "-p", "-pm 700"]), self.pick(&["n", "x/y"])),
+            13 => format!(
+                "cp {} {f} {g}",
+                self.pick(&["", "-f", "-p", "-b", "-n"])
+            ),
+            14 => format!("cp {} {f}", self.pick(&["-t", "-ft", "--target-directory="]).to_owned() + &self.attached(&d)),
+            15 => format!("mv {} {f} {g}", self.pick(&["", "-f", "-n"])),
+            16 => format!("mv -t {d} {f}"),
+            17 => format!("rm {} {f}", self.pick(&["", "-f", "-rf", "-r"])),
+            18 => format!("ln {} {f} {g}", self.pick(&["-s", "-sf", "-sfn", ""])),
+            19 => format!("chmod {} {} {f}", self.pick(&["", "-R"]), self.mode()),
+            20 => format!("tee {} {f}", self.pick(&["", "-a", "-ai"])),
+            21 => format!("sort {} {g}", self.sort_out(&f)),
+            22 => format!("uniq {g} {}", if self.chance(50) { f } else { String::new() }),
+            23 => format!(
+                "sed {} {f}",
+                self.pick(&[
+                    "-n p",
+                    "-n '1,2p'",
+                    "'s/a/b/'",
+                    "-i 's/a/b/'",
+                    "-i.bak 's/a/b/'",
+                    "-Ei 's/a/b/'",
+                    "--in-place=.b 's/a/b/'",
+                    "-n 'w out.txt'",
+                ])
+            ),
+            24 => format!(
+                "awk {} {f}",
+                self.pick(&["'{print}'", "'NR==1'", "-F: '{print $1}'", "'{print > \"out.txt\"}'"])
+            ),
+            25 => format!("dd if={g} of={f} status=none"),
+            26 => format!("truncate {} {f}", self.pick(&["-s 0", "-s0", "-s 1k", "--size=3"])),
+            27 => format!("install {} {g} {f}", self.pick(&["", "-m 644", "-m755", "-D", "-Dm644"])),
+            28 => format!(
+                "git {}",
+                self.pick(&[
+                    "status",
+                    "status --short",
+                    "log -1",
+                    "diff",
+                    "diff --stat",
+                    "branch",
+                    "config --get user.name",
+                    "config -l",
+                    "rev-parse HEAD",
+                    "ls-files",
+                    "config core.pager cat",
+                    "config --global core.pager cat",
+                    "config --unset core.x",
+                ])
+            ),
+            29 => format!("git -C {d} status --short"),
+            30 => format!("xxd {f}"),
+            31 => format!("xxd -r hex.txt {f}"),
+            32 => format!("iconv -f utf-8 -t utf-8 {} {g}", self.opt_o(&f)),
+            33 => format!("split -l 1 {g} {d}/part-"),
+            34 => format!("basename {f}"),
+            35 => format!("realpath {f}"),
+            36 => format!("diff {f} {g}"),
+            37 => format!("cmp {f} {g}"),
+            38 => format!("test -e {f}"),
+            39 => format!("du -s {d}"),
+            40 => format!("md5sum {f}"),
+            41 => format!("rmdir {d}"),
+            42 => format!("readlink {f}"),
+            _ => format!("file {f}"),
+        }
+    }
+
+    fn attached(&mut self, v: &str) -> String {
+        if self.chance(50) {
+            format!(" {v}")
+        } else {
+            v.to_owned()
+        }
+    }
+    fn sort_out(&mut self, f: &str) -> String {
+        match self.below(4) {
+            0 => String::new(),
+            1 => format!("-o {f}"),
+            2 => format!("-o{f}"),
+            _ => format!("-uo {f}"),
+        }
+    }
+    fn opt_o(&mut self, f: &str) -> String {
+        match self.below(3) {
+            0 => String::new(),
+            1 => format!("-o {f}"),
+            _ => format!("-o{f}"),
+        }
+    }
+
+    fn redirect(&mut self) -> String {
+        if self.chance(55) {
+            return String::new();
+        }
+        let f = self.file();
+        let op = self.pick(&[">", ">>", "2>", "&>", "<", ">|", "1>", "2>>", ">"]);
+        if op == "<" {
+            format!(" < {f}")
+        } else if self.chance(30) {
+            format!(" {op} /dev/null")
+        } else {
+            format!(" {op}{}{f}", self.pick(&["", " "]))
+        }
+    }
+
+    /// One statement: optional `cd`, optional assignment used by the command, a simple
+    /// command, an optional redirection.
+    fn statement(&mut self) -> String {
+        let mut s = String::new();
+        if self.chance(12) {
+            let d = self.dir();
+            s.push_str(&format!("cd {d} {} ", self.pick(&["&&", ";"])));
+        }
+        if self.chance(10) {
+            let f = self.file();
+            s.push_str(&format!("F={f}; "));
+            let cmd = self.pick(&["echo x >> $F", "cat \"$F\"", "touch $F", "ls -l ${F}"]);
+            s.push_str(cmd);
+            return s;
+        }
+        s.push_str(&self.simple());
+        s.push_str(&self.redirect());
+        s
+    }
+
+    fn command(&mut self) -> String {
+        let mut s = self.statement();
+        let more = self.pick(&["", "", "", "1", "1", "2"]).len();
+        for _ in 0..more {
+            let sep = self.pick(&["; ", " && ", " || ", "\n", " | "]);
+            s.push_str(sep);
+            s.push_str(&self.statement());
+        }
+        s
+    }
+
+    fn workdir(&mut self) -> Option<&'static str> {
+        if self.chance(85) {
+            None
+        } else {
+            Some(self.pick(&["@P@/src", "@P@/.git", "@H@", "@P@/lnk_git", "@P@/docs"]))
+        }
+    }
+}
+
+fn env_u64(name: &str, default: u64) -> u64 {
+    match std::env::var(name) {
+        Ok(v) => {
+            let v = v.trim();
+            let parsed = match v.strip_prefix("0x") {
+                Some(h) => u64::from_str_radix(h, 16),
+                None => v.parse(),
+            };
+            parsed.unwrap_or_else(|e| panic!("{name}={v:?}: {e}"))
+        }
+        Err(_) => default,
+    }
+}
+
+fn is_root() -> bool {
+    nix::unistd::geteuid().is_root()
+}
+
+fn chown_tree(p: &Path) {
+    let m = std::fs::symlink_metadata(p).unwrap();
+    std::os::unix::fs::lchown(p, Some(NOBODY), Some(NOBODY)).unwrap();
+    if m.is_dir() {
+        for e in std::fs::read_dir(p).unwrap() {
+            chown_tree(&e.unwrap().path());
+        }
+    }
+}
+
+fn prepare(sb: &Sandbox, fresh: bool) {
+    if fresh {
+        sb.reset();
+    }
+    if is_root() {
+        chown_tree(&sb.root);
+    }
+}
+
+/// Runs `cmd` as described in the module doc; returns bash's exit status text.
+fn run(sb: &Sandbox, cmd: &str, workdir: &Path) -> String {
+    let mut c = Command::new("timeout");
+    c.args(["-s", "KILL", "5"]);
+    if is_root() {
+        c.arg("setpriv").args([
+            &format!("--reuid={NOBODY}"),
+            &format!("--regid={NOBODY}"),
+            "--clear-groups",
+            "--no-new-privs",
+        ]);
+    }
+    c.args(["bash", "--norc", "--noprofile", "-c", cmd])
+        .env_clear()
+        .env("PATH", std::env::var("PATH").unwrap_or_else(|_| "/usr/bin:/bin".into()))
+        .env("HOME", &sb.home)
+        .env("LANG", "C.UTF-8")
+        .current_dir(workdir)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped());
+    let out = c.output().expect("spawn timeout/setpriv/bash");
+    format!(
+        "{} {}",
+        out.status,
+        String::from_utf8_lossy(&out.stderr).trim().chars().take(300).collect::<String>()
+    )
+}
+
+#[test]
+fn approved_generated_commands_change_no_protected_place() {
+    let cases = env_u64("C2C_GUARD_EXEC_CASES", 3000);
+    let seed = env_u64("C2C_GUARD_EXEC_SEED", 0x6732_7072_6f6f_6621);
+    let only = std::env::var("C2C_GUARD_EXEC_ONLY").ok().map(|v| v.parse::<u64>().unwrap());
+    let shm = Path::new("/dev/shm");
+    let sb = if shm.is_dir() && tempfile::tempdir_in(shm).is_ok() {
+        Sandbox::new_in(shm)
+    } else {
+        Sandbox::new()
+    };
+    prepare(&sb, false);
+    let clean = sb.snapshot();
+    // The privilege drop must hold: the sandbox is owned by the uid commands run as.
+    if is_root() {
+        assert_eq!(std::fs::metadata(&sb.home).unwrap().uid(), NOBODY);
+    }
+    let (mut approved, mut left, mut failures) = (0u64, 0u64, Vec::new());
+    let mut dirty = false;
+    // Where the time goes (printed, never asserted): reset, check, snapshots, execution.
+    let mut spent = [std::time::Duration::ZERO; 4];
+    let range: Vec<u64> = match only {
+        Some(i) => vec![i],
+        None => (0..cases).collect(),
+    };
+    for i in range {
+        let mut g = Gen::new(seed, i);
+        let cmd = sb.subst(&g.command());
+        let workdir = g.workdir().map(|w| sb.subst(w));
+        let t = std::time::Instant::now();
+        if dirty {
+            prepare(&sb, true);
+            dirty = false;
+        }
+        spent[0] += t.elapsed();
+        let t = std::time::Instant::now();
+        let verdict = check(&bash_request(&cmd, workdir.as_deref()), &sb.ctx());
+        spent[1] += t.elapsed();
+        if only.is_some() {
+            println!("case {i}: {cmd:?} workdir={workdir:?}\n  verdict: {verdict:?}");
+        }
+        if let Some(_hit) = verdict {
+            left += 1;
+            continue;
+        }
+        approved += 1;
+        let t = std::time::Instant::now();
+        let before = sb.snapshot();
+        spent[2] += t.elapsed();
+        assert_eq!(before, clean, "sandbox not reset before case {i}");
+        let wd = workdir.clone().map(Into::into).unwrap_or_else(|| sb.project.clone());
+        let t = std::time::Instant::now();
+        let status = run(&sb, &cmd, &wd);
+        spent[3] += t.elapsed();
+        dirty = true;
+        let t = std::time::Instant::now();
+        let changes = diff(&before, &sb.snapshot());
+        spent[2] += t.elapsed();
+        if only.is_some() {
+            println!("  ran: {status}\n  changes: {changes:#?}");
+        }
+        if !changes.is_empty() {
+            failures.push(format!(
+                "case {i} (seed {seed:#x}): APPROVED and changed protected places\n  command: {cmd:?}\n  workdir: {workdir:?}\n  bash: {status}\n  changed:\n    {}",
+                changes.join("\n    ")
+            ));
+            if failures.len() >= 25 {
+                break;
+            }
+        }
+    }
+    println!(
+        "guardrail exec: seed {seed:#x}, {} cases, {approved} approved and executed, {left} left to the prompt, {} changed a protected place",
+        approved + left,
+        failures.len()
+    );
+    println!(
+        "guardrail exec: time in reset {:?}, check {:?}, snapshots {:?}, execution {:?}",
+        spent[0], spent[1], spent[2], spent[3]
+    );
+    assert!(
+        failures.is_empty(),
+        "replay one case with C2C_GUARD_EXEC_SEED={seed:#x} C2C_GUARD_EXEC_ONLY=<case>\n{}",
+        failures.join("\n")
+    );
+}
