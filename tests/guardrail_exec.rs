@@ -416,11 +416,17 @@ fn run(sb: &Sandbox, cmd: &str, workdir: &Path) -> String {
     )
 }
 
-#[test]
-fn approved_generated_commands_change_no_protected_place() {
-    let cases = env_u64("C2C_GUARD_EXEC_CASES", 3000);
-    let seed = env_u64("C2C_GUARD_EXEC_SEED", 0x6732_7072_6f6f_6621);
-    let only = std::env::var("C2C_GUARD_EXEC_ONLY").ok().map(|v| v.parse::<u64>().unwrap());
+/// What one worker saw.
+#[derive(Default)]
+struct Tally {
+    approved: u64,
+    left: u64,
+    failures: Vec<String>,
+    /// Where the time goes (printed, never asserted): reset, check, snapshots, execution.
+    spent: [std::time::Duration; 4],
+}
+
+fn sandbox() -> Sandbox {
     let shm = Path::new("/dev/shm");
     let sb = if shm.is_dir() && tempfile::tempdir_in(shm).is_ok() {
         Sandbox::new_in(shm)
@@ -428,77 +434,109 @@ fn approved_generated_commands_change_no_protected_place() {
         Sandbox::new()
     };
     prepare(&sb, false);
-    let clean = sb.snapshot();
     // The privilege drop must hold: the sandbox is owned by the uid commands run as.
     if is_root() {
         assert_eq!(std::fs::metadata(&sb.home).unwrap().uid(), NOBODY);
     }
-    let (mut approved, mut left, mut failures) = (0u64, 0u64, Vec::new());
+    sb
+}
+
+/// Checks, and runs when approved, the cases `cases` in a sandbox of its own.
+fn worker(seed: u64, cases: impl Iterator<Item = u64>, verbose: bool) -> Tally {
+    let sb = sandbox();
+    let clean = sb.snapshot();
+    let mut t = Tally::default();
     let mut dirty = false;
-    // Where the time goes (printed, never asserted): reset, check, snapshots, execution.
-    let mut spent = [std::time::Duration::ZERO; 4];
-    let range: Vec<u64> = match only {
-        Some(i) => vec![i],
-        None => (0..cases).collect(),
-    };
-    for i in range {
+    for i in cases {
         let mut g = Gen::new(seed, i);
-        let cmd = sb.subst(&g.command());
-        let workdir = g.workdir().map(|w| sb.subst(w));
-        let t = std::time::Instant::now();
+        let template = g.command();
+        let cmd = sb.subst(&template);
+        let wd_template = g.workdir();
+        let workdir = wd_template.map(|w| sb.subst(w));
+        let clock = std::time::Instant::now();
         if dirty {
             prepare(&sb, true);
             dirty = false;
         }
-        spent[0] += t.elapsed();
-        let t = std::time::Instant::now();
+        t.spent[0] += clock.elapsed();
+        let clock = std::time::Instant::now();
         let verdict = check(&bash_request(&cmd, workdir.as_deref()), &sb.ctx());
-        spent[1] += t.elapsed();
-        if only.is_some() {
+        t.spent[1] += clock.elapsed();
+        if verbose {
             println!("case {i}: {cmd:?} workdir={workdir:?}\n  verdict: {verdict:?}");
         }
-        if let Some(_hit) = verdict {
-            left += 1;
+        if verdict.is_some() {
+            t.left += 1;
             continue;
         }
-        approved += 1;
-        let t = std::time::Instant::now();
+        t.approved += 1;
+        let clock = std::time::Instant::now();
         let before = sb.snapshot();
-        spent[2] += t.elapsed();
+        t.spent[2] += clock.elapsed();
         assert_eq!(before, clean, "sandbox not reset before case {i}");
         let wd = workdir.clone().map(Into::into).unwrap_or_else(|| sb.project.clone());
-        let t = std::time::Instant::now();
+        let clock = std::time::Instant::now();
         let status = run(&sb, &cmd, &wd);
-        spent[3] += t.elapsed();
+        t.spent[3] += clock.elapsed();
         dirty = true;
-        let t = std::time::Instant::now();
+        let clock = std::time::Instant::now();
         let changes = diff(&before, &sb.snapshot());
-        spent[2] += t.elapsed();
-        if only.is_some() {
+        t.spent[2] += clock.elapsed();
+        if verbose {
             println!("  ran: {status}\n  changes: {changes:#?}");
         }
         if !changes.is_empty() {
-            failures.push(format!(
-                "case {i} (seed {seed:#x}): APPROVED and changed protected places\n  command: {cmd:?}\n  workdir: {workdir:?}\n  bash: {status}\n  changed:\n    {}",
-                changes.join("\n    ")
+            let root = sb.root.display().to_string();
+            t.failures.push(format!(
+                "case {i} (seed {seed:#x}): APPROVED and changed protected places\n  command: {template:?}\n  workdir: {wd_template:?}\n  bash: {status}\n  changed (@R@ = sandbox root):\n    {}",
+                changes.join("\n    ").replace(&root, "@R@")
             ));
-            if failures.len() >= 25 {
+            if t.failures.len() >= 25 {
                 break;
             }
         }
     }
+    t
+}
+
+#[test]
+fn approved_generated_commands_change_no_protected_place() {
+    let cases = env_u64("C2C_GUARD_EXEC_CASES", 3000);
+    let seed = env_u64("C2C_GUARD_EXEC_SEED", 0x6732_7072_6f6f_6621);
+    let only = std::env::var("C2C_GUARD_EXEC_ONLY").ok().map(|v| v.parse::<u64>().unwrap());
+    let jobs = std::thread::available_parallelism().map_or(1, |n| n.get()).clamp(1, 4) as u64;
+    let tallies: Vec<Tally> = match only {
+        Some(i) => vec![worker(seed, std::iter::once(i), true)],
+        None => std::thread::scope(|s| {
+            let handles: Vec<_> = (0..jobs)
+                .map(|j| s.spawn(move || worker(seed, (j..cases).step_by(jobs as usize), false)))
+                .collect();
+            handles.into_iter().map(|h| h.join().unwrap()).collect()
+        }),
+    };
+    let mut all = Tally::default();
+    for t in tallies {
+        all.approved += t.approved;
+        all.left += t.left;
+        all.failures.extend(t.failures);
+        for k in 0..4 {
+            all.spent[k] += t.spent[k];
+        }
+    }
     println!(
-        "guardrail exec: seed {seed:#x}, {} cases, {approved} approved and executed, {left} left to the prompt, {} changed a protected place",
-        approved + left,
-        failures.len()
+        "guardrail exec: seed {seed:#x}, {} cases, {} approved and executed, {} left to the prompt, {} changed a protected place",
+        all.approved + all.left,
+        all.approved,
+        all.left,
+        all.failures.len()
     );
     println!(
-        "guardrail exec: time in reset {:?}, check {:?}, snapshots {:?}, execution {:?}",
-        spent[0], spent[1], spent[2], spent[3]
+        "guardrail exec: time (summed over {jobs} workers) in reset {:?}, check {:?}, snapshots {:?}, execution {:?}",
+        all.spent[0], all.spent[1], all.spent[2], all.spent[3]
     );
     assert!(
-        failures.is_empty(),
+        all.failures.is_empty(),
         "replay one case with C2C_GUARD_EXEC_SEED={seed:#x} C2C_GUARD_EXEC_ONLY=<case>\n{}",
-        failures.join("\n")
+        all.failures.join("\n")
     );
 }
