@@ -144,6 +144,7 @@ pub fn category_id(c: Category) -> &'static str {
         Category::Scheduling => "scheduling",
         Category::Privilege => "privilege",
         Category::BrokerState => "broker-state",
+        Category::Unproven => "unproven",
     }
 }
 
@@ -670,6 +671,7 @@ impl PermissionGate {
                     "decision" => action.as_str(),
                     "reason" => out.reason,
                     "category" => out.category,
+                    "guardrailReason" => out.guardrail_reason.as_deref(),
                 },
             );
         }

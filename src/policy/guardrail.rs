@@ -1,123 +1,63 @@
-//! The protected-path guardrail: the one check that can stop an auto-approval ("once") of a
-//! tool call in a turn a peer message started (DESIGN.md, "Plugin side").
+//! The fail-closed guardrail: the one check that lets `peerPermissions: allow` answer "once" to
+//! a tool call in a turn a peer message started (DESIGN.md, "Plugin side"; issue 10).
 //!
 //! Its input is **structured** ([`PermissionRequest`]: OpenCode's permission type, metadata,
 //! patterns, the tool's raw arguments) plus local context ([`PathContext`]). Message text is
-//! never an input. [`check`] returns a [`GuardrailHit`] when the call would write — or, for
-//! secrets, read — a protected location; `None` means "no objection", never "safe".
+//! never an input. [`check`] returns `None` only when it has **shown** the request's whole
+//! effect is confined; anything it cannot show returns a [`GuardrailHit`] whose `reason` says
+//! why (`unmodeled program "make"`, `unresolved expansion ${F%X} at byte 17`, `writes ~/.bashrc
+//! (shell start-up)`), and the request is left to OpenCode's prompt. Approval is by proof,
+//! never by the absence of a match.
 //!
-//! # What is protected ([`Category`])
+//! # What is approved
 //!
-//! Names are compared per path component, case-insensitively, after NFKC normalisation with
-//! invisible characters (zero-width, bidi, soft hyphen, controls) removed, so `agents.MD`,
-//! fullwidth `．ｅｎｖ` and `.e\u{200d}nv` all count.
+//! - **bash**: a command in the modeled subset of bash (`parse.rs`: words, quotes, `$name`,
+//!   `;` `&&` `||` `|`, file redirections, comments, lower-case assignments, `cd`) whose every
+//!   simple command runs a program of the modeled table (`programs.rs`), with only the options
+//!   listed there, and whose every path is confined (below). The command is analysed from
+//!   `metadata.command`, the tool's raw `args.command`, and each `patterns`/`resources` entry
+//!   on its own; all must pass.
+//! - **edit / write / patch**: every path (metadata `filepath`, `args.filePath`, `patterns`,
+//!   `resources`, patch headers) is a confined write.
+//! - **read**: every path is a permitted read. **list / glob**: the directory resolves.
+//!   **grep**: the directory tree holds no credentials. **todowrite / todoread**: no effect.
+//! - Everything else (`external_directory`, `webfetch`, `task`, MCP tools, …) is left.
 //!
-//! - permission configuration: `opencode.json`, `opencode.jsonc`, any `.opencode/`,
-//!   `.config/opencode/`, Claude Code's `.claude/` and `.claude.json`;
-//! - agent instructions: `AGENTS.md`, `CLAUDE.md`, `CLAUDE.local.md`;
-//! - credentials: `.env`, `.env.*`, `.npmrc`, `.netrc`, `.pypirc`, `.git-credentials`, `.pgpass`,
-//!   `.my.cnf`, `.vault-token`, `id_rsa`/`id_ed25519`/`id_ecdsa`/`id_dsa`, any `.ssh/`, `.gnupg/`,
-//!   `.aws/`, `.kube/`, `.docker/`, `.azure/`, `.password-store/`, `.config/gh/`,
-//!   `.config/gcloud/`, `.cargo/credentials[.toml]`, `.gem/credentials`, `opencode/auth.json`;
-//! - shell start-up: `.bashrc`, `.bash_profile`, `.bash_login`, `.bash_logout`, `.zshrc`,
-//!   `.zprofile`, `.zshenv`, `.zlogin`, `.zlogout`, `.profile`, `.login`, `.cshrc`, `.tcshrc`,
-//!   `.kshrc`, `.envrc` (direnv), `.config/fish/`, `/etc/profile[.d]`, `/etc/bash.bashrc`,
-//!   `/etc/zsh*`, `/etc/environment`;
-//! - git configuration: `.gitconfig`, `.git/config`, `.git/hooks/`, a `.git` directory itself,
-//!   `.husky/`, `.config/git/`, `/etc/gitconfig`;
-//! - scheduling and persistence: `LaunchAgents/`, `LaunchDaemons/`, `crontab`, `cron.d/` and
-//!   `/var/spool/cron/`, `.config/systemd/`, `.config/autostart/`, `/etc/systemd/`,
-//!   `/etc/init.d/`, `/etc/rc.local`;
-//! - privilege: `sudoers`, `sudoers.d/`, `/etc/passwd`, `/etc/shadow`, `/etc/group`,
-//!   `/etc/pam.d/`, `/etc/ssh/`, `/etc/security/`, `/etc/ld.so.preload`, `/etc/doas.conf`.
+//! # Paths
 //!
-//! Recursive operations (`rm -r`, `chmod -R`, `mv` of a directory, an `external_directory`
-//! grant) also trip when their target *contains* protected places: `$HOME` or an ancestor, the
-//! worktree or an ancestor, a `.config` directory, `/etc`.
+//! Every path is resolved like the kernel does ([`FsProbe`] is the only I/O): component by
+//! component from the real working directory, following existing symlinks (chains, relative
+//! and absolute targets, dangling ones as the path they would create; more than 40 → leave),
+//! applying `..` after resolution. A path through `/proc` or an unreadable directory is left.
+//! The lexically folded form is checked as well (OpenCode's edit tools fold `..` before the
+//! kernel sees the path). Then, by access:
 //!
-//! # Access kinds
+//! - **write** (redirection, `touch`, `mkdir`, `cp`/`mv` destinations, `rm`, edit tools):
+//!   only inside the worktree or the session directory (when that is not `/`, `$HOME` or an
+//!   ancestor of them), never a protected name ([`Category`]) or a protected root (the broker
+//!   root), and `/dev/null`;
+//! - **read** (contents): anywhere except credentials and c2c broker state; recursive reads
+//!   (`grep -r`, `rg`, the grep tool) walk the tree (bounded) and leave if it holds any;
+//! - **list** (names and metadata only): anywhere except `/proc`.
 //!
-//! A **write** (edit/write/patch tools, redirections, writer commands, `ln` targets and
-//! sources) trips on every category. A **read** (read/grep tools, `cat`, `grep`, `cp` sources,
-//! `<` redirections) trips only on credentials: reading `~/.ssh/id_rsa` on a peer's behalf is
-//! exfiltration, reading `AGENTS.md` is not. An argument of a command the guardrail does not
-//! know is treated as a write ("names a protected path"). **Listing** does not count: `ls
-//! ~/.ssh`, `find ~/.ssh -name '*.pub'` (without `-exec`/`-delete`), `stat`, `test -f`
-//! reveal names, not contents, and `echo .env` writes nothing.
-//!
-//! # Path resolution
-//!
-//! Paths are resolved as the tool would: relative to the session directory, or the bash tool's
-//! `workdir`, or a `cd`/`pushd`/`git -C`/`env -C` earlier in the same command; `~`, `~user`,
-//! `$HOME`, `${HOME}`, `$PWD`, `$XDG_CONFIG_HOME` and variables assigned earlier in the command
-//! (`F=~/.bashrc; echo x >> $F`) are expanded; `${X:-default}` uses the default; brace
-//! expansion (`~/.{bashrc,zshrc}`) is applied; `..` is folded lexically; globs and unknown
-//! values are matched against the protected names (`~/.ss?/id_*`, `.e$X`); existing symlinks are
-//! followed with `canonicalize` of the longest existing prefix, plus one dangling link at the
-//! boundary ([`FsProbe`], the only I/O here), and links created earlier in the same command by
-//! `ln` are followed too. Edit/write `patterns` are worktree-relative.
-//!
-//! # Shell commands
-//!
-//! Commands are parsed by a small tolerant parser (see `shell.rs` for why not a crate): `;`,
-//! `&&`, `||`, `|`, `&`, newlines, `( )` subshells, `{ }` groups, `$( )`, backticks, `<( )`,
-//! `>( )`, here-documents and here-strings. Nested code is analysed recursively: `bash|sh|zsh
-//! -c`, `eval`, a here-document or `echo ... |` piped into a shell, `env`, `sudo`/`doas`,
-//! `nohup`, `nice`, `timeout`, `xargs` (fed by `echo`/`printf` when piped), `find -exec`, control
-//! keywords (`if`, `then`, `do`, `!`, ...).
-//!
-//! Writes are found through redirections (`>`, `>>`, `>|`, `&>`, `&>>`, `N>`, `<>`, `>&file`),
-//! `tee`, `cp`/`mv`/`install`/`ln`/`rsync`/`scp` destinations (incl. `-t DIR` and `DIR/` +
-//! source name), `dd of=`, `sed -i`, `perl -i`/`ruby -i`, `truncate`, `touch`, `chmod`, `chown`,
-//! `rm`, `mkdir`, `shred`, `sudo -e`, ... and through commands that write protected files
-//! **without naming them**: `npm|pnpm|yarn|bun config set|delete|edit`, `npm set|login|adduser|
-//! logout|token`, `git config` (any writing form; `--global`, `--system`, plain = `.git/config`),
-//! `git remote add|set-url|...`, `git credential`, `git lfs install`, `crontab` (all but `-l`),
-//! `at`, `ssh-keygen`, `ssh-copy-id`, `ssh-add`, `gpg --import|--gen-key|--export-secret-keys|...`,
-//! `aws configure|sso login`, `docker|podman login|logout`, `kubectl config` (writing forms),
-//! `gh auth` (all but `status`), `gcloud auth`, `az login`, `cargo login`, `pip config set`,
-//! `poetry config`, `opencode auth`, `claude config|mcp`, `visudo`, `useradd`/`usermod`/`passwd`
-//! and friends, `launchctl load|bootstrap|enable|submit`, `systemctl [--user] enable|link|edit|
-//! ...`, `systemd-run --on-*`, `loginctl enable-linger`, `chsh`, `direnv allow`.
-//!
-//! # What the guardrail cannot see (it is best-effort, not a sandbox)
-//!
-//! - **Interpreter code** (`python -c`, `node -e`, `perl -e`, `awk` programs, `sed` scripts, a
-//!   here-document into `python`, a script file run by any interpreter) is not analysed. It
-//!   trips only if its text *names* a protected path (`open("/home/u/.bashrc", "a")`); code that
-//!   builds the path (`"~/.ba" + "shrc"`, base64) passes.
-//! - **Programs' own behaviour**: `make`, `npm run x`, `cargo build` (build scripts), test
-//!   runners, `git submodule update` or `git push -u` writing `.git/config`, archive extraction
-//!   (`tar x`, `unzip`) whose member names are unknown, installers.
-//! - **Values known only at run time**: `$(...)` other than `echo`/`printf`/`pwd`, `read`,
-//!   loop variables, positional parameters, `cd -`, files listed by `xargs` from a non-`echo`
-//!   producer. Such a value never matches a name by itself (`rm "$f"` passes); it matches only
-//!   combined with literal text (`.e$X`).
-//! - **Syntax it does not model**: aliases and functions defined elsewhere, `case`/`for` bodies
-//!   beyond their commands, `set -o` options, globs that depend on `dotglob`. A command the
-//!   parser rejects (unterminated quote or substitution — bash would reject it too) is scanned
-//!   as text for protected paths, and the reason says it could not be parsed.
-//! - **Remote targets**: `ssh host cmd`, `scp x host:~/.bashrc`, `docker exec`, `kubectl exec`.
-//! - **Time of check vs time of use**: symlinks are resolved when [`check`] runs; a link
-//!   created later by another process is not seen.
+//! Names are compared per component, case-insensitively, after NFKC normalisation with
+//! invisible characters removed (`names.rs`).
 
-mod commands;
 mod names;
-mod shell;
+pub(crate) mod parse;
+pub(crate) mod programs;
 
-use std::cell::RefCell;
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 
 use self::names::{categorize, norm_comp, Comp};
-use self::shell::{
-    Node, Part, RedirKind, Script, Simple, Word, BRACE_CLOSE, BRACE_OPEN, BRACE_SEP, MAX_DEPTH,
-    ONE, STAR, UNK,
-};
+use self::parse::{Part, Redir, RedirOp, Sep, Simple, Word};
+use self::programs::{Kind, Val};
 
-/// The kind of protected location a tool call would touch.
+/// Why a request is not provably confined: the protected kind of location it touches, or
+/// [`Category::Unproven`] when the guardrail could not show its effect.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub enum Category {
@@ -125,21 +65,23 @@ pub enum Category {
     PermissionConfig,
     /// Agent instructions: `AGENTS.md`, `CLAUDE.md`.
     AgentInstructions,
-    /// Credentials and secrets: `.env`, `.ssh/`, `.aws/`, `.npmrc`, ...
+    /// Credentials and secrets: `.env`, `.ssh/`, `.aws/`, `.npmrc`, `pip.conf`, `.yarnrc.yml`, ...
     Credentials,
-    /// Shell start-up files: `.bashrc`, `.zshrc`, `.profile`, `~/.config/fish/`, ...
+    /// Shell start-up files: `.bashrc`, `.bashrc.d/`, `.zshrc`, `.profile`, `~/.config/fish/`, ...
     ShellStartup,
-    /// Git configuration and hooks: `.gitconfig`, `.git/config`, `.git/hooks/`.
+    /// Git configuration and hooks: `.gitconfig`, `.git/` (all of it), `.husky/`.
     GitConfig,
-    /// Scheduling and persistence: crontab, LaunchAgents, systemd user units.
+    /// Scheduling and persistence: crontab, LaunchAgents, systemd user units
+    /// (`~/.config/systemd/`, `~/.local/share/systemd/`), `.vscode/`, `.devcontainer/`.
     Scheduling,
     /// Privilege: sudoers, `/etc/sudoers.d/`, accounts.
     Privilege,
-    /// c2c broker state and identity: the broker root (`~/.c2c/`, `$XDG_STATE_HOME/c2c/`),
-    /// host-local approval verdicts (`approval-verdict/`, `c2c-bridge approval-reply`), and
-    /// commands that act as another c2c session (`C2C_MCP_SESSION_ID=…`). A peer-triggered turn
-    /// must not write the verdict a human is asked for, nor send as someone else.
+    /// c2c broker state: the configured broker root, `~/.c2c/`, `$XDG_STATE_HOME/c2c/`,
+    /// `approval-verdict/`, `approval-pending/`.
     BrokerState,
+    /// Not a protected place: the effect could not be shown confined (unmodeled program,
+    /// construct or option, unresolved expansion, a write outside the project, ...).
+    Unproven,
 }
 
 impl Category {
@@ -154,21 +96,20 @@ impl Category {
             Category::Scheduling => "scheduling/persistence",
             Category::Privilege => "privilege",
             Category::BrokerState => "c2c broker state",
+            Category::Unproven => "not shown confined",
         }
     }
 }
 
-/// Why the guardrail objects to a tool call.
+/// Why the guardrail leaves a request to OpenCode's prompt.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct GuardrailHit {
-    /// The protected category.
+    /// The protected category, or [`Category::Unproven`].
     pub category: Category,
-    /// The protected path as resolved (with `~` for `$HOME`), when one is known; `None` for
-    /// commands that write protected files without naming them (e.g. `npm login`) may still
-    /// carry the implied path.
+    /// The path concerned as resolved (with `~` for `$HOME`), when one is known.
     pub path: Option<String>,
-    /// One sentence for the log and the user, e.g. "bash: redirection `>>` writes ~/.bashrc
-    /// (shell start-up)".
+    /// One sentence for the log and the user, e.g. "bash: redirection writes ~/.bashrc (shell
+    /// start-up)" or "bash: unmodeled program \"make\"".
     pub reason: String,
 }
 
@@ -194,7 +135,7 @@ pub struct PermissionRequest {
     pub args: serde_json::Value,
 }
 
-/// Where paths are resolved from. All three should be absolute.
+/// Where paths are resolved from, and what else is protected. Paths should be absolute.
 #[derive(Debug, Clone)]
 pub struct PathContext {
     /// The session's directory (OpenCode `Instance.directory`): the cwd of tools.
@@ -203,12 +144,22 @@ pub struct PathContext {
     pub worktree: PathBuf,
     /// The user's home directory (`$HOME`).
     pub home: PathBuf,
+    /// Further protected roots (category [`Category::BrokerState`]): the configured c2c broker
+    /// root. Default: none (`~/.c2c` and `$XDG_STATE_HOME/c2c` are protected by name).
+    pub protected_roots: Vec<PathBuf>,
+    /// The `CDPATH` bash inherits; when set and non-empty, `cd NAME` (not `/`, `./`, `../`)
+    /// is left. Default: the process's `CDPATH`.
+    pub cdpath: Option<String>,
+    /// The `PATH` bash inherits: a relative entry, or one inside a directory `allow` may write
+    /// to, makes every non-builtin program unproven (it could be a planted file). Default:
+    /// the process's `PATH`.
+    pub path_env: Option<String>,
 }
 
 impl PathContext {
     /// A context for a session in `cwd`, whose worktree is `worktree` and user home `home`
-    /// (all absolute). Further fields, when added, take safe defaults here, so callers and
-    /// tests build contexts through this one constructor.
+    /// (all absolute). `cdpath` and `path_env` default to this process's `CDPATH` and `PATH`
+    /// (the bash tool inherits them); no extra protected root.
     pub fn new(
         cwd: impl Into<PathBuf>,
         worktree: impl Into<PathBuf>,
@@ -218,37 +169,107 @@ impl PathContext {
             cwd: cwd.into(),
             worktree: worktree.into(),
             home: home.into(),
+            protected_roots: Vec::new(),
+            cdpath: std::env::var("CDPATH").ok().filter(|s| !s.is_empty()),
+            path_env: std::env::var("PATH").ok(),
         }
+    }
+
+    /// Adds a protected root (e.g. the configured broker root).
+    pub fn with_protected_root(mut self, root: impl Into<PathBuf>) -> PathContext {
+        self.protected_roots.push(root.into());
+        self
+    }
+
+    /// Sets the inherited `CDPATH` (`None` or empty: unset).
+    pub fn with_cdpath(mut self, cdpath: Option<String>) -> PathContext {
+        self.cdpath = cdpath.filter(|s| !s.is_empty());
+        self
+    }
+
+    /// Sets the inherited `PATH`.
+    pub fn with_path_env(mut self, path: Option<String>) -> PathContext {
+        self.path_env = path;
+        self
     }
 }
 
-/// The file-system access the guardrail needs, injectable for tests.
+/// What `lstat` found at a path.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Node {
+    /// Nothing there (`ENOENT`, `ENOTDIR`).
+    Missing,
+    /// A directory.
+    Dir,
+    /// A regular file.
+    File,
+    /// A symbolic link (not followed).
+    Symlink,
+    /// A device, FIFO or socket.
+    Other,
+    /// It could not be looked at (permission denied, I/O error): resolution stops, the
+    /// request is left.
+    Unknown,
+}
+
+/// The file-system access the guardrail needs, injectable for tests. Nothing else does I/O.
 pub trait FsProbe {
-    /// `std::fs::canonicalize`: the path with every symlink resolved, if it exists.
-    fn canonicalize(&self, p: &Path) -> Option<PathBuf>;
-    /// `std::fs::read_link`: the target of a symlink (dangling or not).
+    /// `lstat(2)`: what is at `p`, symlinks not followed.
+    fn lstat(&self, p: &Path) -> Node;
+    /// `readlink(2)`: the target of a symlink.
     fn read_link(&self, p: &Path) -> Option<PathBuf>;
-    /// Whether `p` is an existing directory (following symlinks).
-    fn is_dir(&self, p: &Path) -> bool;
+    /// The entries of directory `p` (names, and what each is, not followed); `None` when it
+    /// cannot be read.
+    fn read_dir(&self, p: &Path) -> Option<Vec<(std::ffi::OsString, Node)>>;
 }
 
 /// The real file system.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct RealFs;
 
+fn node_of(ft: std::fs::FileType) -> Node {
+    if ft.is_symlink() {
+        Node::Symlink
+    } else if ft.is_dir() {
+        Node::Dir
+    } else if ft.is_file() {
+        Node::File
+    } else {
+        Node::Other
+    }
+}
+
 impl FsProbe for RealFs {
-    fn canonicalize(&self, p: &Path) -> Option<PathBuf> {
-        std::fs::canonicalize(p).ok()
+    fn lstat(&self, p: &Path) -> Node {
+        match std::fs::symlink_metadata(p) {
+            Ok(m) => node_of(m.file_type()),
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    std::io::ErrorKind::NotFound | std::io::ErrorKind::NotADirectory
+                ) =>
+            {
+                Node::Missing
+            }
+            Err(_) => Node::Unknown,
+        }
     }
     fn read_link(&self, p: &Path) -> Option<PathBuf> {
         std::fs::read_link(p).ok()
     }
-    fn is_dir(&self, p: &Path) -> bool {
-        p.is_dir()
+    fn read_dir(&self, p: &Path) -> Option<Vec<(std::ffi::OsString, Node)>> {
+        let mut out = Vec::new();
+        for e in std::fs::read_dir(p).ok()? {
+            let e = e.ok()?;
+            let node = e.file_type().map(node_of).unwrap_or(Node::Unknown);
+            out.push((e.file_name(), node));
+        }
+        Some(out)
     }
 }
 
-/// Checks one permission request against the real file system. See the module doc.
+/// Checks one permission request against the real file system. `None`: approve once (the
+/// whole effect is shown confined). See the module doc.
 pub fn check(req: &PermissionRequest, ctx: &PathContext) -> Option<GuardrailHit> {
     check_with(req, ctx, &RealFs)
 }
@@ -260,47 +281,122 @@ pub fn check_with(
     fs: &dyn FsProbe,
 ) -> Option<GuardrailHit> {
     let mut c = Checker::new(ctx, fs);
-    c.request(req);
-    c.hit
+    c.request(req).err()
 }
 
-// The protected-name tables and `categorize` live in `names.rs`; the per-command handlers
-// (`dispatch` and what it calls) in `commands.rs`.
-
-use Category::*;
+/// The modeled-program table as Markdown, for SECURITY.md (a unit test keeps SECURITY.md's
+/// generated block equal to it).
+pub fn allow_table_markdown() -> String {
+    let mut s =
+        String::from("| program | what `allow` approves | options accepted |\n|---|---|---|\n");
+    for p in programs::PROGRAMS {
+        let mut opts: Vec<String> = Vec::new();
+        for o in p.opts {
+            for n in o.names {
+                opts.push(match o.val {
+                    Val::No => format!("`{n}`"),
+                    Val::Attached => format!("`{n}[=V]`"),
+                    _ => format!("`{n} V`"),
+                });
+            }
+        }
+        if p.numeric_opt {
+            opts.push("`-NUM`".into());
+        }
+        let opts = if opts.is_empty() {
+            "—".to_string()
+        } else {
+            opts.join(" ")
+        };
+        s.push_str(&format!(
+            "| `{}` | {} | {} |\n",
+            p.name,
+            p.doc.replace('|', "\\|"),
+            opts
+        ));
+    }
+    s.push_str("\n| `git` subcommand | operands | options accepted |\n|---|---|---|\n");
+    for g in programs::GIT {
+        let operands = match g.operands {
+            None => "none",
+            Some(Kind::List) => "paths (names only)",
+            Some(Kind::Read) => "revisions or paths (read; no `rev:path`)",
+            Some(_) => "revisions",
+        };
+        let mut opts: Vec<String> = Vec::new();
+        for o in g.opts {
+            for n in o.names {
+                opts.push(match o.val {
+                    Val::No => format!("`{n}`"),
+                    Val::Attached => format!("`{n}[=V]`"),
+                    _ => format!("`{n} V`"),
+                });
+            }
+        }
+        let opts = if opts.is_empty() {
+            "—".to_string()
+        } else {
+            opts.join(" ")
+        };
+        s.push_str(&format!("| `{}` | {operands} | {opts} |\n", g.name));
+    }
+    s
+}
 
 // ---------------------------------------------------------------------------------------------
 // Paths
 
+/// At most this many symlinks are followed for one path (Linux's limit).
+const MAX_LINKS: usize = 40;
+/// At most this many directory entries are looked at by one recursive check.
+const WALK_MAX: usize = 4096;
+/// At most this many directory levels are descended by one recursive check.
+const WALK_DEPTH: usize = 24;
+/// At most this many possible working directories are tracked (each `cd` may fail).
+const MAX_CWDS: usize = 16;
+
+/// How a path is used.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Access {
-    /// Contents read: trips on credentials only.
+    /// Names and metadata only.
+    List,
+    /// Contents read.
     Read,
-    /// Written, created, deleted, linked, or named by a command we cannot analyse.
+    /// Contents read, recursively for a directory.
+    ReadTree,
+    /// Created, written or removed (the path itself).
     Write,
-    /// A write that covers everything below the path (`rm -r`, `mv dir`, a directory grant).
-    Subtree,
+    /// Removed or moved with everything below it.
+    WriteTree,
 }
 
-fn split_abs(raw: &str, base: &str) -> Vec<String> {
-    let mut comps: Vec<String> = Vec::new();
-    let joined;
-    let full = if raw.starts_with('/') {
-        raw
+type Hit = GuardrailHit;
+
+fn unproven(reason: impl Into<String>) -> Hit {
+    GuardrailHit {
+        category: Category::Unproven,
+        path: None,
+        reason: reason.into(),
+    }
+}
+
+/// Lexical fold of `raw` against `base` (absolute components).
+fn lexfold(base: &[String], raw: &str) -> Vec<String> {
+    let mut out: Vec<String> = if raw.starts_with('/') {
+        Vec::new()
     } else {
-        joined = format!("{base}/{raw}");
-        &joined
+        base.to_vec()
     };
-    for c in full.split('/') {
+    for c in raw.split('/') {
         match c {
             "" | "." => {}
             ".." => {
-                comps.pop();
+                out.pop();
             }
-            c => comps.push(c.to_owned()),
+            c => out.push(c.to_string()),
         }
     }
-    comps
+    out
 }
 
 fn join(comps: &[String]) -> String {
@@ -315,636 +411,1080 @@ fn join(comps: &[String]) -> String {
     s
 }
 
-fn path_comps(p: &Path) -> Vec<String> {
-    split_abs(&p.to_string_lossy(), "/")
+fn starts_with(p: &[String], prefix: &[String]) -> bool {
+    p.len() >= prefix.len() && p[..prefix.len()] == *prefix
 }
 
-fn has_sentinel(s: &str) -> bool {
-    s.chars().any(|c| ('\u{E000}'..='\u{E005}').contains(&c))
+/// A possible working directory: as bash's logical `$PWD` and as the kernel's physical one.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Cwd {
+    logical: Vec<String>,
+    physical: Vec<String>,
 }
-
-/// The directory used for relative paths after an unknowable `cd`: a single opaque component.
-const UNKNOWN_DIR: &str = "/\u{E002}";
 
 struct Checker<'a> {
     ctx: &'a PathContext,
     fs: &'a dyn FsProbe,
+    home: Vec<String>,
     home_str: String,
-    worktree: Vec<String>,
-    /// Symlinks created earlier in the same command: (link, target), both lexical.
-    links: Vec<(Vec<String>, Vec<String>)>,
-    hit: Option<GuardrailHit>,
-    /// Prefix for reasons, e.g. "bash" or "bash (could not be parsed: ...)".
-    origin: String,
-    /// Paths already checked in this check without a hit: (lexical components, access,
-    /// whether the file system was consulted, how many `ln` links were known). An edit names
-    /// its file three times (`filepath`, `patterns`, `args.filePath`); the verdict of a
-    /// repeat is the same, so it is not worked out again.
-    clean: HashSet<(Vec<String>, AccessKey, bool, usize)>,
-    /// `canonicalize` and `read_link` answers within this one check (never across checks:
-    /// links can change between two requests).
-    canon_memo: RefCell<HashMap<String, Option<PathBuf>>>,
-    link_memo: RefCell<HashMap<PathBuf, Option<PathBuf>>>,
-    /// `home` and `worktree` components, normalised (for [`Checker::covers`]).
-    home_norm: Vec<String>,
-    worktree_norm: Vec<String>,
-}
-
-type AccessKey = u8;
-
-fn access_key(a: Access) -> AccessKey {
-    match a {
-        Access::Read => 0,
-        Access::Write => 1,
-        Access::Subtree => 2,
-    }
+    /// Physical roots writes are confined to.
+    write_roots: Vec<Vec<String>>,
+    /// The worktree, physical (git runs only in its repository).
+    worktree: Option<Vec<String>>,
+    /// Protected roots, physical and lexical.
+    protected: Vec<Vec<String>>,
+    /// Reason why PATH cannot be trusted, computed on first use.
+    path_verdict: Option<Option<String>>,
+    // --- per analysed command
+    cwds: Vec<Cwd>,
+    vars: HashMap<String, String>,
+    /// Physical paths `cp`/`mv` created or replaced earlier in this command (they may be
+    /// symlinks now): a later path through one is left.
+    tainted: Vec<Vec<String>>,
+    origin: &'static str,
 }
 
 impl<'a> Checker<'a> {
     fn new(ctx: &'a PathContext, fs: &'a dyn FsProbe) -> Self {
-        let home = path_comps(&ctx.home);
-        let worktree = path_comps(&ctx.worktree);
-        let norm = |comps: &[String]| comps.iter().map(|c| norm_comp(c).s.into_owned()).collect();
-        Checker {
+        let mut c = Checker {
             ctx,
             fs,
-            home_str: join(&home),
-            home_norm: norm(&home),
-            worktree_norm: norm(&worktree),
-            worktree,
-            links: Vec::new(),
-            hit: None,
-            origin: String::new(),
-            clean: HashSet::new(),
-            canon_memo: RefCell::new(HashMap::new()),
-            link_memo: RefCell::new(HashMap::new()),
+            home: Vec::new(),
+            home_str: String::new(),
+            write_roots: Vec::new(),
+            worktree: None,
+            protected: Vec::new(),
+            path_verdict: None,
+            cwds: Vec::new(),
+            vars: HashMap::new(),
+            tainted: Vec::new(),
+            origin: "",
+        };
+        if let Some(h) = ctx.home.to_str() {
+            c.home = lexfold(&[], h);
+            c.home_str = join(&c.home);
         }
+        let home_phys = c.phys_abs(&ctx.home);
+        for r in &ctx.protected_roots {
+            if let Some(s) = r.to_str() {
+                c.protected.push(lexfold(&[], s));
+            }
+            if let Some(p) = c.phys_abs(r) {
+                c.protected.push(p);
+            }
+        }
+        c.worktree = c.phys_abs(&ctx.worktree);
+        for root in [&ctx.worktree, &ctx.cwd] {
+            let Some(p) = c.phys_abs(root) else { continue };
+            let too_wide = p.is_empty()
+                || starts_with(&c.home, &p)
+                || home_phys.as_ref().is_some_and(|h| starts_with(h, &p))
+                || c.protected
+                    .iter()
+                    .any(|pr| starts_with(pr, &p) || starts_with(&p, pr))
+                || categorize(&norm(&p)).is_some();
+            if !too_wide && !c.write_roots.contains(&p) {
+                c.write_roots.push(p);
+            }
+        }
+        c
+    }
+
+    fn phys_abs(&self, p: &Path) -> Option<Vec<String>> {
+        let s = p.to_str()?;
+        if !s.starts_with('/') {
+            return None;
+        }
+        self.resolve(&[], s, true).ok().map(|r| r.0)
     }
 
     fn display(&self, comps: &[String]) -> String {
-        let s: String = join(comps).chars().map(shell::unsentinel).collect();
-        match s.strip_prefix(&self.home_str) {
-            Some(rest) if rest.is_empty() || rest.starts_with('/') => format!("~{rest}"),
-            _ => s,
+        let s = join(comps);
+        if !self.home_str.is_empty() {
+            if let Some(rest) = s.strip_prefix(&self.home_str) {
+                if rest.is_empty() || rest.starts_with('/') {
+                    return format!("~{rest}");
+                }
+            }
+        }
+        s
+    }
+
+    fn hit(&self, reason: impl std::fmt::Display) -> Hit {
+        if self.origin.is_empty() {
+            unproven(reason.to_string())
+        } else {
+            unproven(format!("{}: {reason}", self.origin))
         }
     }
 
-    fn report(&mut self, category: Category, path: Option<String>, reason: String) {
-        if self.hit.is_none() {
-            let reason = if self.origin.is_empty() {
+    /// Physical resolution of `raw` from `base` (physical components). Returns the components
+    /// and what is there (`Missing` when some component does not exist yet).
+    fn resolve(
+        &self,
+        base: &[String],
+        raw: &str,
+        follow_last: bool,
+    ) -> Result<(Vec<String>, Node), String> {
+        if raw.is_empty() {
+            return Err("empty path".into());
+        }
+        let mut stack: Vec<String> = if raw.starts_with('/') {
+            Vec::new()
+        } else {
+            base.to_vec()
+        };
+        let mut queue: std::collections::VecDeque<String> =
+            raw.split('/').map(str::to_string).collect();
+        let mut links = 0usize;
+        let mut exists = true;
+        let mut last = Node::Dir;
+        while let Some(c) = queue.pop_front() {
+            match c.as_str() {
+                "" | "." => continue,
+                ".." => {
+                    stack.pop();
+                    continue;
+                }
+                _ => {}
+            }
+            if stack.first().is_some_and(|f| f == "proc") {
+                return Err("path through /proc".into());
+            }
+            stack.push(c);
+            if !exists {
+                last = Node::Missing;
+                continue;
+            }
+            let here = PathBuf::from(join(&stack));
+            let is_last = queue.iter().all(|q| q.is_empty() || q == ".");
+            match self.fs.lstat(&here) {
+                Node::Missing => {
+                    exists = false;
+                    last = Node::Missing;
+                }
+                Node::Unknown => return Err(format!("cannot look at {}", self.display(&stack))),
+                Node::Symlink if !(is_last && !follow_last) => {
+                    links += 1;
+                    if links > MAX_LINKS {
+                        return Err("too many levels of symbolic links".into());
+                    }
+                    let Some(target) = self.fs.read_link(&here) else {
+                        return Err(format!("cannot read link {}", self.display(&stack)));
+                    };
+                    let Some(t) = target.to_str() else {
+                        return Err("non-UTF-8 link target".into());
+                    };
+                    if t.is_empty() {
+                        return Err("empty link target".into());
+                    }
+                    stack.pop();
+                    if t.starts_with('/') {
+                        stack.clear();
+                    }
+                    for (k, part) in t.split('/').enumerate() {
+                        queue.insert(k, part.to_string());
+                    }
+                }
+                n => last = n,
+            }
+        }
+        if stack.first().is_some_and(|f| f == "proc") {
+            return Err("path through /proc".into());
+        }
+        Ok((stack, last))
+    }
+
+    /// Checks one path used with `access` from every possible working directory; returns the
+    /// physical resolutions (from each cwd).
+    fn path(
+        &mut self,
+        raw: &str,
+        access: Access,
+        follow_last: bool,
+        what: &str,
+    ) -> Result<Vec<(Vec<String>, Node)>, Hit> {
+        let cwds = self.cwds.clone();
+        let mut out = Vec::new();
+        for cwd in &cwds {
+            let r = self.path_from(cwd, raw, access, follow_last, what)?;
+            if !out.contains(&r) {
+                out.push(r);
+            }
+        }
+        Ok(out)
+    }
+
+    fn path_from(
+        &mut self,
+        cwd: &Cwd,
+        raw: &str,
+        access: Access,
+        follow_last: bool,
+        what: &str,
+    ) -> Result<(Vec<String>, Node), Hit> {
+        let lexical = lexfold(&cwd.logical, raw);
+        let mut views = Vec::with_capacity(2);
+        let kernel = self
+            .resolve(&cwd.physical, raw, follow_last)
+            .map_err(|e| self.hit(format!("{what} {raw}: {e}")))?;
+        views.push(kernel.clone());
+        if raw.contains("..") || cwd.logical != cwd.physical {
+            let folded = self
+                .resolve(&[], &join(&lexical), follow_last)
+                .map_err(|e| self.hit(format!("{what} {raw}: {e}")))?;
+            if folded != kernel {
+                views.push(folded);
+            }
+        }
+        // Belt and braces: the lexical form names no protected place either.
+        self.judge(&lexical, Node::Missing, access, what, true)?;
+        for (comps, node) in &views {
+            if self.tainted.iter().any(|t| starts_with(comps, t)) {
+                return Err(self.hit(format!(
+                    "{what} {}: created or replaced by cp/mv earlier in the command",
+                    self.display(comps)
+                )));
+            }
+            self.judge(comps, *node, access, what, false)?;
+        }
+        Ok(kernel)
+    }
+
+    fn protected_hit(&self, comps: &[String], access: Access, what: &str) -> Option<Hit> {
+        let verb = match access {
+            Access::List => "lists",
+            Access::Read | Access::ReadTree => "reads",
+            Access::Write | Access::WriteTree => "writes",
+        };
+        let cat = if self.protected.iter().any(|p| starts_with(comps, p)) {
+            Some(Category::BrokerState)
+        } else {
+            categorize(&norm(comps))
+        }?;
+        let reads_ok = !matches!(cat, Category::Credentials | Category::BrokerState);
+        if matches!(access, Access::List)
+            || (matches!(access, Access::Read | Access::ReadTree) && reads_ok)
+        {
+            return None;
+        }
+        let shown = self.display(comps);
+        let reason = format!("{what} {verb} {shown} ({})", cat.as_str());
+        Some(GuardrailHit {
+            category: cat,
+            path: Some(shown),
+            reason: if self.origin.is_empty() {
                 reason
             } else {
                 format!("{}: {reason}", self.origin)
-            };
-            self.hit = Some(GuardrailHit {
-                category,
-                path,
-                reason,
-            });
-        }
+            },
+        })
     }
 
-    /// Checks a path. `raw` may hold sentinels; `base` is the absolute directory for relative
-    /// paths. Returns whether it tripped.
-    fn path(&mut self, raw: &str, base: &str, access: Access, what: &str) -> bool {
-        if self.hit.is_some() {
-            return true;
+    /// Judges one resolved (or, with `lexical_only`, lexical) path.
+    fn judge(
+        &mut self,
+        comps: &[String],
+        node: Node,
+        access: Access,
+        what: &str,
+        lexical_only: bool,
+    ) -> Result<(), Hit> {
+        if let Some(h) = self.protected_hit(comps, access, what) {
+            return Err(h);
         }
-        if raw.is_empty() {
-            return false;
+        if lexical_only {
+            return Ok(());
         }
-        let lexical = split_abs(raw, base);
-        let probe = !has_sentinel(raw) && !has_sentinel(base);
-        let key = (lexical, access_key(access), probe, self.links.len());
-        if self.clean.contains(&key) {
-            return false;
+        let is_dev_null = comps.len() == 2 && comps[0] == "dev" && comps[1] == "null";
+        if comps.first().is_some_and(|f| f == "dev") && !is_dev_null && access != Access::List {
+            return Err(self.hit(format!("{what} device path {}", join(comps))));
         }
-        let lexical = &key.0;
-        // The lexical path first, then the same path through links made by `ln` earlier in
-        // the command, then through the file system.
-        let mut candidates: Vec<Vec<String>> = Vec::new();
-        for (link, target) in &self.links {
-            if lexical.len() >= link.len() && lexical[..link.len()] == link[..] {
-                let mut c = target.clone();
-                c.extend_from_slice(&lexical[link.len()..]);
-                candidates.push(c);
-            }
-        }
-        if probe {
-            if let Some(real) = self.resolve_fs(lexical) {
-                if &real != lexical {
-                    candidates.push(real);
-                }
-            }
-        }
-        for comps in std::iter::once(lexical).chain(&candidates) {
-            let norm: Vec<Comp> = comps.iter().map(|c| norm_comp(c)).collect();
-            let cat = categorize(&norm).or_else(|| {
-                if access == Access::Subtree {
-                    self.covers(&norm)
+        match access {
+            Access::List | Access::Read => Ok(()),
+            Access::ReadTree => {
+                if node == Node::Dir {
+                    self.walk(comps, false, what)
                 } else {
-                    None
-                }
-            });
-            if let Some(cat) = cat {
-                if access != Access::Read || cat == Credentials {
-                    let shown = self.display(comps);
-                    let via = if comps != lexical {
-                        format!(" (via {})", self.display(lexical))
-                    } else {
-                        String::new()
-                    };
-                    let verb = match access {
-                        Access::Read => "reads",
-                        Access::Write => "writes",
-                        Access::Subtree => "recursively changes",
-                    };
-                    self.report(
-                        cat,
-                        Some(shown.clone()),
-                        format!("{what} {verb} {shown}{via} ({})", cat.as_str()),
-                    );
-                    return true;
+                    Ok(())
                 }
             }
-        }
-        self.clean.insert(key);
-        false
-    }
-
-    /// For recursive operations: does the path contain protected places?
-    fn covers(&self, norm: &[Comp]) -> Option<Category> {
-        let is_prefix_of = |whole: &[String]| {
-            norm.len() <= whole.len() && norm.iter().zip(whole).all(|(c, w)| !c.opaque && c.is(w))
-        };
-        if is_prefix_of(&self.home_norm) {
-            return Some(Credentials);
-        }
-        if is_prefix_of(&self.worktree_norm) {
-            return Some(AgentInstructions);
-        }
-        match norm.last() {
-            Some(c) if c.is(".config") => Some(PermissionConfig),
-            Some(c) if norm.len() == 1 && c.is("etc") => Some(Privilege),
-            _ => None,
-        }
-    }
-
-    /// Follows symlinks: canonicalize the longest existing prefix, then one dangling link at
-    /// the boundary. `None` when nothing exists (not even `/`).
-    fn resolve_fs(&self, comps: &[String]) -> Option<Vec<String>> {
-        for k in (0..=comps.len()).rev() {
-            let prefix = join(&comps[..k]);
-            let real = self
-                .canon_memo
-                .borrow_mut()
-                .entry(prefix)
-                .or_insert_with_key(|p| self.fs.canonicalize(Path::new(p)))
-                .clone();
-            if let Some(real) = real {
-                let mut out = path_comps(&real);
-                let mut rest = &comps[k..];
-                if let Some(first) = rest.first() {
-                    let cand = Path::new(&join(&out)).join(first);
-                    let link = self
-                        .link_memo
-                        .borrow_mut()
-                        .entry(cand)
-                        .or_insert_with_key(|c| self.fs.read_link(c))
-                        .clone();
-                    if let Some(t) = link {
-                        out = split_abs(&t.to_string_lossy(), &join(&out));
-                        rest = &rest[1..];
-                    }
+            Access::Write | Access::WriteTree => {
+                if is_dev_null && access == Access::Write {
+                    return Ok(());
                 }
-                out.extend_from_slice(rest);
-                return Some(out);
+                let strict = access == Access::WriteTree;
+                let inside = self
+                    .write_roots
+                    .iter()
+                    .any(|r| starts_with(comps, r) && (!strict || comps.len() > r.len()));
+                if !inside {
+                    return Err(self.hit(format!(
+                        "{what} {}: outside the project",
+                        self.display(comps)
+                    )));
+                }
+                if access == Access::WriteTree && node == Node::Dir {
+                    self.walk(comps, true, what)?;
+                }
+                Ok(())
             }
         }
-        None
     }
 
-    fn base_of(&self, dir: Option<&str>) -> String {
-        let cwd = self.ctx.cwd.to_string_lossy();
-        match dir {
-            Some(d) if !d.is_empty() => join(&split_abs(&self.expand_plain(d), &cwd)),
-            _ => join(&split_abs(&cwd, "/")),
-        }
-    }
-
-    /// `~`, `$HOME` and `${HOME}` in a path that did not come through the shell parser.
-    fn expand_plain(&self, p: &str) -> String {
-        let home = &self.home_str;
-        let p = p.replace("${HOME}", home).replace("$HOME", home);
-        if p == "~" {
-            home.clone()
-        } else if let Some(rest) = p.strip_prefix("~/") {
-            format!("{home}/{rest}")
+    /// Walks the tree at `root` (not following symlinks, bounded) and fails on any protected
+    /// name (`write`) or any credentials / broker state (read).
+    fn walk(&mut self, root: &[String], write: bool, what: &str) -> Result<(), Hit> {
+        let access = if write {
+            Access::WriteTree
         } else {
-            p
+            Access::ReadTree
+        };
+        let mut stack: Vec<(Vec<String>, usize)> = vec![(root.to_vec(), 0)];
+        let mut seen = 0usize;
+        while let Some((dir, depth)) = stack.pop() {
+            let Some(entries) = self.fs.read_dir(Path::new(&join(&dir))) else {
+                return Err(self.hit(format!(
+                    "{what} {}: cannot read the directory",
+                    self.display(&dir)
+                )));
+            };
+            for (name, node) in entries {
+                seen += 1;
+                if seen > WALK_MAX {
+                    return Err(self.hit(format!(
+                        "{what} {}: more than {WALK_MAX} entries to check",
+                        self.display(root)
+                    )));
+                }
+                let Some(name) = name.to_str() else {
+                    return Err(self.hit(format!(
+                        "{what}: non-UTF-8 name under {}",
+                        self.display(&dir)
+                    )));
+                };
+                let mut p = dir.clone();
+                p.push(name.to_string());
+                if let Some(h) = self.protected_hit(&p, access, what) {
+                    return Err(h);
+                }
+                if node == Node::Unknown {
+                    return Err(self.hit(format!("{what}: cannot look at {}", self.display(&p))));
+                }
+                if node == Node::Dir && !(!write && name == ".git") {
+                    if depth + 1 > WALK_DEPTH {
+                        return Err(
+                            self.hit(format!("{what} {}: tree too deep", self.display(root)))
+                        );
+                    }
+                    stack.push((p, depth + 1));
+                }
+            }
         }
+        Ok(())
     }
 
     // -----------------------------------------------------------------------------------------
     // Requests
 
-    fn request(&mut self, req: &PermissionRequest) {
-        let kind = req.permission.to_ascii_lowercase();
+    fn request(&mut self, req: &PermissionRequest) -> Result<(), Hit> {
+        let kind = req.permission.as_str();
         let args = &req.args;
         let arg_str = |k: &str| args.get(k).and_then(|v| v.as_str());
-        let cwd = self.base_of(None);
-        let worktree = join(&self.worktree);
-        match kind.as_str() {
-            "bash" | "shell" => {
-                let base = self.base_of(arg_str("workdir"));
+        let start = self.start_cwd(None)?;
+        self.cwds = vec![start.clone()];
+        match kind {
+            "bash" => {
                 let mut cmds: Vec<&str> = Vec::new();
                 cmds.extend(req.command.as_deref());
                 cmds.extend(arg_str("command"));
+                if args.get("command").is_some_and(|c| !c.is_string()) {
+                    return Err(unproven("bash: the command argument is not a string"));
+                }
+                cmds.extend(req.patterns.iter().map(String::as_str));
+                cmds.extend(req.resources.iter().map(String::as_str));
                 if cmds.is_empty() {
-                    cmds.extend(
-                        req.patterns
-                            .iter()
-                            .chain(&req.resources)
-                            .map(|s| s.trim_end_matches(['*', ' '])),
-                    );
+                    return Err(unproven("bash: no command to analyse"));
                 }
-                cmds.dedup();
+                let workdir = match args.get("workdir") {
+                    None | Some(serde_json::Value::Null) => None,
+                    Some(serde_json::Value::String(w)) => Some(w.as_str()),
+                    Some(_) => return Err(unproven("bash: workdir is not a string")),
+                };
+                let start = self.start_cwd(workdir)?;
+                let mut done: Vec<&str> = Vec::new();
                 for cmd in cmds {
-                    self.command(cmd, &base);
+                    if done.contains(&cmd) {
+                        continue;
+                    }
+                    done.push(cmd);
+                    self.cwds = vec![start.clone()];
+                    self.vars.clear();
+                    self.tainted.clear();
+                    self.origin = "bash";
+                    self.command(cmd)?;
                 }
+                Ok(())
             }
             "edit" | "write" | "multiedit" | "patch" | "apply_patch" => {
-                let what = format!("{kind} tool");
+                self.origin = "edit";
+                let mut n = 0;
                 for p in req
                     .filepath
                     .iter()
                     .map(String::as_str)
                     .chain(arg_str("filePath"))
                     .chain(arg_str("filepath"))
+                    .chain(arg_str("path"))
                 {
-                    let p = self.expand_plain(p);
-                    self.path(&p, &cwd, Access::Write, &what);
+                    n += 1;
+                    self.tool_path(p, Access::Write, false)?;
                 }
                 for p in req.patterns.iter().chain(&req.resources) {
-                    let p = self.expand_plain(p);
-                    self.path(&p, &worktree, Access::Write, &what);
+                    n += 1;
+                    self.tool_path(p, Access::Write, true)?;
                 }
                 for key in ["patchText", "patch_text", "patch", "input"] {
                     if let Some(text) = arg_str(key) {
-                        for p in patch_paths(text) {
-                            let p = self.expand_plain(p);
-                            self.path(&p, &cwd, Access::Write, &what);
+                        let paths: Vec<&str> = patch_paths(text).collect();
+                        if paths.is_empty() {
+                            return Err(unproven("patch: no file header found"));
+                        }
+                        for p in paths {
+                            n += 1;
+                            self.tool_path(p, Access::Write, false)?;
                         }
                     }
                 }
-            }
-            "read" | "grep" => {
-                let what = format!("{kind} tool");
-                let paths = req
-                    .filepath
-                    .iter()
-                    .map(String::as_str)
-                    .chain(arg_str("filePath"))
-                    .chain(arg_str("path"));
-                for p in paths.chain(
-                    req.patterns
-                        .iter()
-                        .chain(&req.resources)
-                        .map(String::as_str),
-                ) {
-                    if kind == "grep" && !looks_like_path(p) {
-                        continue;
-                    }
-                    let p = self.expand_plain(p);
-                    self.path(&p, &cwd, Access::Read, &what);
+                if n == 0 {
+                    return Err(unproven(format!("{kind}: no path to check")));
                 }
+                Ok(())
             }
-            "external_directory" => {
+            "read" => {
+                self.origin = "read";
+                let mut n = 0;
                 for p in req
                     .filepath
                     .iter()
                     .map(String::as_str)
                     .chain(arg_str("filePath"))
+                    .chain(arg_str("path"))
                 {
-                    let p = self.expand_plain(p);
-                    self.path(&p, &cwd, Access::Write, "external_directory grant for");
+                    n += 1;
+                    self.tool_path(p, Access::Read, false)?;
                 }
                 for p in req.patterns.iter().chain(&req.resources) {
-                    let dir = p.trim_end_matches('*').trim_end_matches('/');
-                    let dir = if dir.is_empty() { "/" } else { dir };
-                    let dir = self.expand_plain(dir);
-                    self.path(&dir, &cwd, Access::Subtree, "external_directory grant");
+                    n += 1;
+                    self.tool_path(p, Access::Read, true)?;
+                }
+                if n == 0 {
+                    return Err(unproven("read: no path to check"));
+                }
+                Ok(())
+            }
+            "list" | "glob" | "grep" => {
+                self.origin = if kind == "grep" { "grep" } else { "list" };
+                let access = if kind == "grep" {
+                    Access::ReadTree
+                } else {
+                    Access::List
+                };
+                match arg_str("path") {
+                    Some(p) => self.tool_path(p, access, false),
+                    None => {
+                        if args.get("path").is_some_and(|v| !v.is_null()) {
+                            return Err(unproven(format!("{kind}: path is not a string")));
+                        }
+                        self.tool_path(".", access, false)
+                    }
                 }
             }
-            // Tools whose patterns are URLs, agent names or queries, not paths.
-            "webfetch" | "websearch" | "codesearch" | "task" | "todowrite" | "todoread"
-            | "question" | "skill" | "doom_loop" | "list" | "glob" | "lsp" => {
-                if let Some(p) = &req.filepath {
-                    let p = self.expand_plain(p);
-                    self.path(&p, &cwd, Access::Write, &format!("{kind} tool"));
-                }
-            }
-            _ => {
-                // Unknown (MCP or custom) tools: anything path-like is treated as written.
-                let what = format!("tool `{}`", kind);
-                let mut paths: Vec<String> = req.filepath.iter().cloned().collect();
-                paths.extend(
-                    req.patterns
-                        .iter()
-                        .chain(&req.resources)
-                        .filter(|p| looks_like_path(p))
-                        .cloned(),
-                );
-                collect_path_args(args, false, &mut paths);
-                for p in paths {
-                    let p = self.expand_plain(&p);
-                    self.path(&p, &cwd, Access::Write, &what);
-                }
-            }
+            "todowrite" | "todoread" => Ok(()),
+            other => Err(unproven(format!(
+                "unmodeled tool or permission \"{}\"",
+                other.chars().take(80).collect::<String>()
+            ))),
         }
     }
 
-    fn command(&mut self, cmd: &str, base: &str) {
-        let mut st = ShState {
-            cwd: Some(base.to_owned()),
-            vars: HashMap::new(),
+    /// The working directory the bash tool runs in: the session directory, or its `workdir`
+    /// argument resolved from it the way OpenCode does (`path.resolve`, lexical).
+    fn start_cwd(&self, workdir: Option<&str>) -> Result<Cwd, Hit> {
+        let Some(cwd) = self.ctx.cwd.to_str() else {
+            return Err(unproven("session directory is not UTF-8"));
         };
-        self.origin = "bash".into();
-        match shell::parse(cmd) {
-            Ok(script) => self.script(&script, &mut st, 0),
-            Err(e) => {
-                self.origin = format!(
-                    "bash (command could not be parsed: {}; scanned as text)",
-                    e.0
-                );
-                self.scan_text(cmd, &st, "the command text names");
+        let mut logical = lexfold(&[], cwd);
+        if let Some(w) = workdir {
+            if w.contains(['~', '$']) {
+                return Err(unproven(format!("bash: workdir {w} is not a plain path")));
             }
+            logical = lexfold(&logical, w);
         }
+        let (physical, _) = self
+            .resolve(&[], &join(&logical), true)
+            .map_err(|e| unproven(format!("bash: working directory: {e}")))?;
+        Ok(Cwd { logical, physical })
+    }
+
+    /// A path of an edit/read/list tool: relative to the session directory, or (patterns) to
+    /// the worktree.
+    fn tool_path(&mut self, p: &str, access: Access, pattern: bool) -> Result<(), Hit> {
+        if p.is_empty() || p.contains('\0') {
+            return Err(self.hit("empty path"));
+        }
+        if p.starts_with('~') || p.contains('$') {
+            return Err(self.hit(format!("path {p}: `~` or `$` is not expanded by the tool")));
+        }
+        if pattern && p.contains(['*', '?', '[']) {
+            return Err(self.hit(format!("pattern {p} is a glob")));
+        }
+        if pattern && !p.starts_with('/') {
+            let Some(wt) = self.ctx.worktree.to_str() else {
+                return Err(self.hit("worktree is not UTF-8"));
+            };
+            let logical = lexfold(&[], wt);
+            let physical = self
+                .resolve(&[], &join(&logical), true)
+                .map_err(|e| self.hit(format!("worktree: {e}")))?
+                .0;
+            self.cwds = vec![Cwd { logical, physical }];
+        } else {
+            self.cwds = vec![self.start_cwd(None)?];
+        }
+        self.path(p, access, true, "tool")?;
+        Ok(())
     }
 
     // -----------------------------------------------------------------------------------------
-    // Shell analysis
+    // Shell
 
-    fn script(&mut self, script: &Script, st: &mut ShState, depth: usize) {
-        if depth > MAX_DEPTH {
-            return;
+    fn command(&mut self, text: &str) -> Result<(), Hit> {
+        let script =
+            parse::parse(text).map_err(|u| self.hit(format!("{} at byte {}", u.what, u.at)))?;
+        if script.pipelines.is_empty() {
+            return Ok(());
         }
-        let mut prev_out: Option<Vec<String>> = None;
-        for node in script {
-            if self.hit.is_some() {
-                return;
-            }
-            match node {
-                Node::Subshell(inner) => {
-                    let mut sub = st.clone();
-                    self.script(inner, &mut sub, depth + 1);
-                    prev_out = None;
-                }
-                Node::Simple(s) => {
-                    let input = if s.piped { prev_out.take() } else { None };
-                    prev_out = self.simple(s, st, depth, input);
-                }
+        for pl in &script.pipelines {
+            let in_pipeline = pl.cmds.len() > 1;
+            let conditional = pl.sep != Sep::Seq;
+            for cmd in &pl.cmds {
+                self.simple(cmd, in_pipeline, conditional)?;
             }
         }
+        Ok(())
     }
 
-    /// Analyses one simple command. Returns its output when it is `echo`/`printf` (for a
-    /// following `| xargs` or `| sh`).
-    fn simple(
-        &mut self,
-        s: &Simple,
-        st: &mut ShState,
-        depth: usize,
-        input: Option<Vec<String>>,
-    ) -> Option<Vec<String>> {
-        let base = st.base();
-        for r in &s.redirs {
-            let targets = self.expand(&r.target, st, depth);
-            let access = match r.kind {
-                RedirKind::Out => Access::Write,
-                RedirKind::In => Access::Read,
-                RedirKind::NoFile => continue,
-            };
-            for t in targets {
-                self.path(&t, &base, access, &format!("redirection `{}`", r.op));
-            }
-        }
-        let mut argv: Vec<String> = Vec::new();
-        let mut assigns: Vec<(String, String)> = Vec::new();
-        for w in &s.words {
-            if argv.is_empty() {
-                if let Some((name, value)) = self.assignment(w, st, depth) {
-                    assigns.push((name, value));
-                    continue;
-                }
-            }
-            argv.extend(self.expand(w, st, depth));
-        }
-        // Naming another c2c session for a command (c2c's CLI and ours take the acting session
-        // from this variable) is acting as someone else.
-        if assigns.iter().any(|(k, _)| k == "C2C_MCP_SESSION_ID") {
-            self.report(
-                Category::BrokerState,
-                None,
-                "sets C2C_MCP_SESSION_ID: acts as a c2c session chosen by the command (c2c broker state)".into(),
-            );
-            return None;
-        }
-        if argv.is_empty() {
-            for (k, v) in assigns {
-                st.vars.insert(k, v);
-            }
-            return None;
-        }
-        if self.hit.is_some() {
-            return None;
-        }
-        let ctx = CmdCtx {
-            heredocs: &s.heredocs,
-            input: input.as_deref(),
-            depth,
-        };
-        self.dispatch(&argv, st, &ctx)
-    }
-
-    /// `NAME=value` as the leading word of a command.
-    fn assignment(&mut self, w: &Word, st: &ShState, depth: usize) -> Option<(String, String)> {
-        let Some(Part::Lit(first)) = w.parts.first() else {
-            return None;
-        };
-        let eq = first.find('=')?;
-        let name = &first[..eq];
-        if name.is_empty()
-            || !name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_')
-            || name.as_bytes()[0].is_ascii_digit()
-        {
-            return None;
-        }
-        let mut rest = w.clone();
-        let after = first[eq + 1..].to_owned();
-        rest.parts[0] = Part::Lit(after);
-        let value = self
-            .expand(&rest, st, depth)
-            .into_iter()
-            .next()
-            .unwrap_or_default();
-        Some((name.to_owned(), value))
-    }
-
-    /// Expands a word to zero or more strings with sentinels (brace expansion applied).
-    fn expand(&mut self, w: &Word, st: &ShState, depth: usize) -> Vec<String> {
+    fn expand(&self, w: &Word) -> Result<String, Hit> {
         let mut s = String::new();
-        for (i, p) in w.parts.iter().enumerate() {
+        for p in &w.parts {
             match p {
-                Part::Lit(t) => {
-                    if i == 0 && t.starts_with('~') {
-                        let end = t.find('/').unwrap_or(t.len());
-                        let user = &t[1..end];
-                        let home = match user {
-                            "" => self.home_str.clone(),
-                            "root" => "/root".into(),
-                            u if u
-                                .chars()
-                                .all(|c| c.is_ascii_alphanumeric() || "._-".contains(c)) =>
-                            {
-                                format!("/home/{u}")
-                            }
-                            _ => t[..end].to_owned(),
-                        };
-                        s.push_str(&home);
-                        s.push_str(&t[end..]);
-                    } else if let Some(eq) = t.find("=~").filter(|_| i == 0) {
-                        // `--opt=~/x` and `X=~/x`: bash expands a tilde after `=` here too.
-                        s.push_str(&t[..eq + 1]);
-                        s.push_str(&self.home_str);
-                        s.push_str(&t[eq + 2..]);
-                    } else {
-                        s.push_str(t);
+                Part::Lit(l) => s.push_str(l),
+                Part::Home => {
+                    if self.home_str.is_empty() {
+                        return Err(self.hit("home directory unknown"));
                     }
+                    s.push_str(&self.home_str)
                 }
-                Part::Quoted(t) => s.push_str(t),
-                Part::Var { name, default } => match self.var(name, st) {
-                    Some(v) => s.push_str(&v),
-                    None => match default {
-                        Some(d) => {
-                            let d = self.expand(d, st, depth).join(" ");
-                            s.push_str(&d);
+                Part::Var { name, quoted } => {
+                    let v = if name == "HOME" {
+                        if self.home_str.is_empty() {
+                            return Err(self.hit("home directory unknown"));
                         }
-                        None => s.push(UNK),
-                    },
-                },
-                Part::Subst(inner) => {
-                    let mut sub = st.clone();
-                    self.script(inner, &mut sub, depth + 1);
-                    match self.subst_value(inner, &sub) {
-                        Some(v) => s.push_str(&v),
-                        None => s.push(UNK),
+                        self.home_str.clone()
+                    } else if let Some(v) = self.vars.get(name) {
+                        v.clone()
+                    } else {
+                        return Err(self.hit(format!("unknown variable ${name} at byte {}", w.at)));
+                    };
+                    if !quoted && (v.is_empty() || v.contains([' ', '\t', '\n', '*', '?', '['])) {
+                        return Err(self.hit(format!(
+                            "unquoted ${name} would be split or globbed at byte {}",
+                            w.at
+                        )));
                     }
+                    s.push_str(&v);
                 }
-                Part::Unknown => s.push(UNK),
             }
         }
-        if !s.contains(BRACE_OPEN) {
-            let s: String = s
-                .chars()
-                .map(|c| {
-                    if matches!(c, BRACE_SEP | BRACE_CLOSE) {
-                        shell::unsentinel(c)
-                    } else {
-                        c
-                    }
-                })
-                .collect();
-            return vec![s];
-        }
-        shell::brace_expand(&s, 64)
+        Ok(s)
     }
 
-    fn var(&self, name: &str, st: &ShState) -> Option<String> {
-        if let Some(v) = st.vars.get(name) {
-            return Some(v.clone());
+    fn simple(&mut self, cmd: &Simple, in_pipeline: bool, conditional: bool) -> Result<(), Hit> {
+        if cmd.words.is_empty() {
+            for (name, value) in &cmd.assigns {
+                if !name
+                    .chars()
+                    .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_')
+                {
+                    return Err(self.hit(format!(
+                        "assignment to {name} (only lower-case shell variables are modeled)"
+                    )));
+                }
+                if in_pipeline || conditional {
+                    return Err(self.hit(format!(
+                        "assignment to {name} in a pipeline or after && / ||"
+                    )));
+                }
+                let v = self.expand(value)?;
+                self.vars.insert(name.clone(), v);
+            }
+            return self.redirs(cmd);
         }
-        match name {
-            "HOME" => Some(self.home_str.clone()),
-            "PWD" => st.cwd.clone(),
-            "XDG_CONFIG_HOME" => Some(format!("{}/.config", self.home_str)),
-            _ => None,
+        if let Some((name, _)) = cmd.assigns.first() {
+            return Err(self.hit(format!("environment assignment {name}=… for a program")));
         }
-    }
-
-    /// The value of `$(echo x)`, `$(printf %s x)` or `$(pwd)`; `None` otherwise.
-    fn subst_value(&mut self, inner: &Script, st: &ShState) -> Option<String> {
-        let [Node::Simple(s)] = inner.as_slice() else {
-            return None;
-        };
-        if !s.redirs.is_empty() {
-            return None;
-        }
-        let argv: Vec<String> = s
+        let argv: Vec<String> = cmd
             .words
             .iter()
-            .flat_map(|w| self.expand(w, st, MAX_DEPTH))
-            .collect();
-        match argv.first().map(String::as_str) {
-            Some("echo") => Some(
-                argv[1..]
+            .map(|w| self.expand(w))
+            .collect::<Result<_, _>>()?;
+        let prog_name = argv[0].as_str();
+        if prog_name.contains('/') {
+            return Err(self.hit(format!("program given as a path \"{prog_name}\"")));
+        }
+        let Some(prog) = programs::program(prog_name) else {
+            return Err(self.hit(format!(
+                "unmodeled program \"{}\"",
+                prog_name.chars().take(60).collect::<String>()
+            )));
+        };
+        if !prog.builtin {
+            if let Some(why) = self.path_env_verdict() {
+                return Err(self.hit(why));
+            }
+        }
+        self.redirs(cmd)?;
+        let args = &argv[1..];
+        let name = prog.name;
+        let parse = |opts, numeric| {
+            programs::parse_args(args, opts, numeric)
+                .map_err(|o| format!("option {o} of {name} is not modeled"))
+        };
+        match prog.kind {
+            Kind::Echo => Ok(()),
+            Kind::Text if prog.opts.is_empty() => Ok(()),
+            Kind::Text => {
+                parse(prog.opts, prog.numeric_opt).map_err(|e| self.hit(e))?;
+                Ok(())
+            }
+            Kind::Printf => {
+                if args
+                    .first()
+                    .is_some_and(|a| a.starts_with('-') && a != "--")
+                {
+                    return Err(self.hit("printf with an option"));
+                }
+                Ok(())
+            }
+            Kind::Date => {
+                let a = parse(prog.opts, false).map_err(|e| self.hit(e))?;
+                if a.operands.iter().any(|o| !o.starts_with('+')) {
+                    return Err(self.hit("date with an operand that sets the clock"));
+                }
+                Ok(())
+            }
+            Kind::List | Kind::Read | Kind::ReadOne => {
+                let a = parse(prog.opts, prog.numeric_opt).map_err(|e| self.hit(e))?;
+                self.values(&a)?;
+                if prog.kind == Kind::ReadOne && a.operands.len() > 1 {
+                    return Err(self.hit(format!("{name} with an output operand")));
+                }
+                let access = if prog.kind == Kind::List {
+                    Access::List
+                } else {
+                    Access::Read
+                };
+                for o in &a.operands {
+                    if o != "-" {
+                        self.path(o, access, true, name)?;
+                    }
+                }
+                Ok(())
+            }
+            Kind::Grep | Kind::Rg => {
+                let a = parse(prog.opts, false).map_err(|e| self.hit(e))?;
+                self.values(&a)?;
+                let given = a
+                    .values
                     .iter()
-                    .filter(|a| !a.starts_with('-'))
-                    .cloned()
-                    .collect::<Vec<_>>()
-                    .join(" "),
-            ),
-            Some("printf") if argv.len() == 3 && argv[1] == "%s" => Some(argv[2].clone()),
-            Some("pwd") => st.cwd.clone(),
-            _ => None,
+                    .any(|(v, _)| matches!(v, Val::Pattern | Val::PatternFile));
+                let mut files: Vec<&String> = a.operands.iter().collect();
+                if !given && !files.is_empty() {
+                    files.remove(0);
+                }
+                let recursive = a.recursive || prog.kind == Kind::Rg;
+                let dot = ".".to_string();
+                if recursive && files.is_empty() {
+                    files.push(&dot);
+                }
+                let access = if recursive {
+                    Access::ReadTree
+                } else {
+                    Access::Read
+                };
+                for f in files {
+                    if f != "-" {
+                        self.path(f, access, true, name)?;
+                    }
+                }
+                Ok(())
+            }
+            Kind::Find => self.find(args),
+            Kind::Mkdir | Kind::Touch => {
+                let a = parse(prog.opts, false).map_err(|e| self.hit(e))?;
+                if a.operands.is_empty() {
+                    return Err(self.hit(format!("{name} without an operand")));
+                }
+                for o in &a.operands {
+                    self.path(o, Access::Write, true, name)?;
+                }
+                Ok(())
+            }
+            Kind::Rm => {
+                if in_pipeline {
+                    return Err(self.hit("rm in a pipeline"));
+                }
+                let a = parse(prog.opts, false).map_err(|e| self.hit(e))?;
+                for o in &a.operands {
+                    let access = if a.recursive {
+                        Access::WriteTree
+                    } else {
+                        Access::Write
+                    };
+                    // `rm` removes a link, not its target; a removed path is strictly inside.
+                    let rs = self.path(o, access, false, name)?;
+                    for (comps, _) in &rs {
+                        if !self
+                            .write_roots
+                            .iter()
+                            .any(|r| starts_with(comps, r) && comps.len() > r.len())
+                        {
+                            return Err(self.hit(format!(
+                                "rm {}: removes a project root",
+                                self.display(comps)
+                            )));
+                        }
+                    }
+                }
+                Ok(())
+            }
+            Kind::Cp | Kind::Mv => {
+                if in_pipeline {
+                    return Err(self.hit(format!("{name} in a pipeline")));
+                }
+                let a = parse(prog.opts, false).map_err(|e| self.hit(e))?;
+                self.copy_move(name, prog.kind == Kind::Mv, &a)
+            }
+            Kind::Cd => self.cd(args, in_pipeline),
+            Kind::Git => self.git(args),
         }
     }
 
-    /// Scans free text (interpreter code, unparsable commands) for path-like tokens that name
-    /// a protected location.
-    fn scan_text(&mut self, text: &str, st: &ShState, what: &str) {
-        let base = st.base();
-        for tok in text.split(|c: char| c.is_whitespace() || "'\"`()[]{},;=<>|&:+!".contains(c)) {
-            let tok = tok.trim_start_matches('@');
-            if tok.is_empty() || !looks_like_path(tok) && !tok.contains('.') {
+    /// Checks option values that are paths.
+    fn values(&mut self, a: &programs::Args) -> Result<(), Hit> {
+        for (val, v) in &a.values {
+            match val {
+                Val::PatternFile => {
+                    self.path(v, Access::Read, true, "option value")?;
+                }
+                _ => {}
+            }
+        }
+        Ok(())
+    }
+
+    fn redirs(&mut self, cmd: &Simple) -> Result<(), Hit> {
+        for r in &cmd.redirs {
+            if let Redir::File { op, target } = r {
+                let t = self.expand(target)?;
+                match op {
+                    RedirOp::In => {
+                        self.path(&t, Access::Read, true, "redirection")?;
+                    }
+                    RedirOp::Out | RedirOp::Append => {
+                        self.path(&t, Access::Write, true, "redirection")?;
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Whether `PATH` lets a planted file stand for a modeled program.
+    fn path_env_verdict(&mut self) -> Option<String> {
+        if let Some(v) = &self.path_verdict {
+            return v.clone();
+        }
+        let mut verdict = None;
+        if let Some(path) = self.ctx.path_env.clone() {
+            for entry in path.split(':') {
+                if !entry.starts_with('/') {
+                    verdict = Some(format!("PATH has a relative entry \"{entry}\""));
+                    break;
+                }
+                let lexical = lexfold(&[], entry);
+                let phys = self.resolve(&[], entry, true).map(|r| r.0).ok();
+                let writable = |c: &Vec<String>| self.write_roots.iter().any(|r| starts_with(c, r));
+                if writable(&lexical) || phys.as_ref().is_some_and(writable) {
+                    verdict = Some(format!("PATH entry {entry} is inside the project"));
+                    break;
+                }
+            }
+        }
+        self.path_verdict = Some(verdict.clone());
+        verdict
+    }
+
+    fn find(&mut self, args: &[String]) -> Result<(), Hit> {
+        let mut i = 0;
+        while i < args.len() && matches!(args[i].as_str(), "-H" | "-P") {
+            i += 1;
+        }
+        let mut starts = Vec::new();
+        while i < args.len() && !args[i].starts_with('-') && args[i] != "!" && args[i] != "(" {
+            starts.push(args[i].clone());
+            i += 1;
+        }
+        while i < args.len() {
+            let a = args[i].as_str();
+            i += 1;
+            if programs::FIND_FLAGS.contains(&a) {
                 continue;
             }
-            let t = self.expand_plain(tok);
-            if self.path(&t, &base, Access::Write, what) {
-                return;
+            if programs::FIND_TEXT.contains(&a) || programs::FIND_PATH.contains(&a) {
+                let Some(v) = args.get(i) else {
+                    return Err(self.hit(format!("find {a} without a value")));
+                };
+                i += 1;
+                if programs::FIND_PATH.contains(&a) {
+                    let v = v.clone();
+                    self.path(&v, Access::List, true, "find")?;
+                }
+                continue;
+            }
+            return Err(self.hit(format!("find predicate {a} is not modeled")));
+        }
+        if starts.is_empty() {
+            starts.push(".".into());
+        }
+        for s in &starts {
+            self.path(s, Access::List, true, "find")?;
+        }
+        Ok(())
+    }
+
+    fn copy_move(&mut self, name: &str, mv: bool, a: &programs::Args) -> Result<(), Hit> {
+        let target_dir = a
+            .values
+            .iter()
+            .find(|(v, _)| *v == Val::TargetDir)
+            .map(|(_, d)| d.clone());
+        let no_target_dir = false;
+        let mut sources: Vec<String> = a.operands.clone();
+        let dest = match &target_dir {
+            Some(d) => d.clone(),
+            None => {
+                if sources.len() < 2 {
+                    return Err(self.hit(format!("{name} needs a source and a destination")));
+                }
+                sources.pop().unwrap_or_default()
+            }
+        };
+        if sources.is_empty() {
+            return Err(self.hit(format!("{name} without a source")));
+        }
+        for s in &sources {
+            if mv {
+                let rs = self.path(s, Access::Write, false, name)?;
+                for (comps, node) in rs {
+                    if node == Node::Symlink {
+                        return Err(self.hit(format!("mv of a symlink {}", self.display(&comps))));
+                    }
+                    if !self
+                        .write_roots
+                        .iter()
+                        .any(|r| starts_with(&comps, r) && comps.len() > r.len())
+                    {
+                        return Err(
+                            self.hit(format!("mv {}: moves a project root", self.display(&comps)))
+                        );
+                    }
+                    if node == Node::Dir {
+                        self.walk(&comps, true, name)?;
+                    }
+                }
+            } else {
+                self.path(s, Access::Read, true, name)?;
             }
         }
+        let dests = self.path(&dest, Access::Write, true, name)?;
+        let mut written = Vec::new();
+        for (comps, node) in dests {
+            let into_dir = target_dir.is_some() || (node == Node::Dir && !no_target_dir);
+            if into_dir {
+                for s in &sources {
+                    let base = s.trim_end_matches('/').rsplit('/').next().unwrap_or("");
+                    if base.is_empty() || base == "." || base == ".." {
+                        return Err(self.hit(format!("{name} source {s} has no name")));
+                    }
+                    let mut d = comps.clone();
+                    d.push(base.to_string());
+                    self.judge(&d, Node::Missing, Access::Write, name, false)?;
+                    // The name inside the directory may itself be a symlink: resolve it.
+                    let (phys, _) = self
+                        .resolve(&comps, base, true)
+                        .map_err(|e| self.hit(format!("{name}: {e}")))?;
+                    self.judge(&phys, Node::Missing, Access::Write, name, false)?;
+                    written.push(d);
+                    written.push(phys);
+                }
+            } else {
+                if sources.len() > 1 {
+                    return Err(self.hit(format!("{name} of several sources to a non-directory")));
+                }
+                written.push(comps);
+            }
+        }
+        self.tainted.extend(written);
+        Ok(())
+    }
+
+    fn cd(&mut self, args: &[String], in_pipeline: bool) -> Result<(), Hit> {
+        if in_pipeline {
+            return Err(self.hit("cd in a pipeline"));
+        }
+        let target = match args {
+            [] => self.home_str.clone(),
+            [t] => t.clone(),
+            _ => return Err(self.hit("cd with several arguments")),
+        };
+        if target.is_empty() || target.starts_with('-') {
+            return Err(self.hit(format!("cd {target}")));
+        }
+        if self.ctx.cdpath.is_some()
+            && !(target.starts_with('/')
+                || target.starts_with("./")
+                || target.starts_with("../")
+                || target == "."
+                || target == "..")
+        {
+            return Err(self.hit(format!("cd {target} with CDPATH set")));
+        }
+        let olds = self.cwds.clone();
+        let mut news = olds.clone();
+        for c in &olds {
+            let logical = lexfold(&c.logical, &target);
+            let candidates = [
+                self.resolve(&[], &join(&logical), true),
+                self.resolve(&c.physical, &target, true),
+            ];
+            for r in candidates {
+                let (physical, _) = r.map_err(|e| self.hit(format!("cd {target}: {e}")))?;
+                if self.tainted.iter().any(|t| starts_with(&physical, t)) {
+                    return Err(self.hit(format!(
+                        "cd {target}: created or replaced by cp/mv earlier in the command"
+                    )));
+                }
+                let n = Cwd {
+                    logical: logical.clone(),
+                    physical,
+                };
+                if !news.contains(&n) {
+                    news.push(n);
+                }
+            }
+        }
+        if news.len() > MAX_CWDS {
+            return Err(self.hit("too many possible working directories"));
+        }
+        self.cwds = news;
+        Ok(())
+    }
+
+    fn git(&mut self, args: &[String]) -> Result<(), Hit> {
+        let mut i = 0;
+        while i < args.len() && matches!(args[i].as_str(), "--no-pager" | "-P") {
+            i += 1;
+        }
+        let Some(sub) = args.get(i) else {
+            return Err(self.hit("git without a subcommand"));
+        };
+        if sub.starts_with('-') {
+            return Err(self.hit(format!("git global option {sub} is not modeled")));
+        }
+        let Some(g) = programs::git_sub(sub) else {
+            return Err(self.hit(format!("git subcommand \"{sub}\" is not modeled")));
+        };
+        let a = programs::parse_args(&args[i + 1..], g.opts, g.name == "log")
+            .map_err(|o| self.hit(format!("option {o} of git {sub} is not modeled")))?;
+        for o in &a.operands {
+            if o.contains(':') {
+                return Err(self.hit(format!("git operand {o} (object path)")));
+            }
+        }
+        match g.operands {
+            None if !a.operands.is_empty() => {
+                return Err(self.hit(format!("git {sub} with an operand")));
+            }
+            Some(Kind::List) | Some(Kind::Read) => {
+                let access = if g.operands == Some(Kind::List) {
+                    Access::List
+                } else {
+                    Access::Read
+                };
+                for o in &a.operands {
+                    self.path(o, access, true, "git")?;
+                }
+            }
+            _ => {}
+        }
+        self.git_repo_ok()
+    }
+
+    /// git runs only where it finds the project's own repository: the working directory is
+    /// inside the worktree, the worktree has `.git`, and no directory between them holds a
+    /// `.git` or a `HEAD` (a planted repository, bare or not, whose config git would obey).
+    fn git_repo_ok(&mut self) -> Result<(), Hit> {
+        let Some(wt) = self.worktree.clone() else {
+            return Err(self.hit("git: worktree unknown"));
+        };
+        if !self.write_roots.contains(&wt) {
+            return Err(self.hit("git: the worktree is not a project directory"));
+        }
+        let mut dot_git = wt.clone();
+        dot_git.push(".git".into());
+        if !matches!(
+            self.fs.lstat(Path::new(&join(&dot_git))),
+            Node::Dir | Node::File
+        ) {
+            return Err(self.hit("git: the worktree has no .git"));
+        }
+        for c in self.cwds.clone() {
+            if !starts_with(&c.physical, &wt) {
+                return Err(self.hit("git: working directory outside the worktree"));
+            }
+            let mut d = c.physical.clone();
+            while d.len() > wt.len() {
+                for name in [".git", "HEAD"] {
+                    let mut p = d.clone();
+                    p.push(name.into());
+                    if self.fs.lstat(Path::new(&join(&p))) != Node::Missing {
+                        return Err(self.hit(format!(
+                            "git: {} may be another repository",
+                            self.display(&d)
+                        )));
+                    }
+                }
+                d.pop();
+            }
+        }
+        Ok(())
     }
 }
 
-#[derive(Clone)]
-struct ShState {
-    /// Absolute current directory, `None` after an unknowable `cd`.
-    cwd: Option<String>,
-    vars: HashMap<String, String>,
-}
-
-impl ShState {
-    fn base(&self) -> String {
-        self.cwd.clone().unwrap_or_else(|| UNKNOWN_DIR.to_owned())
-    }
-}
-
-#[derive(Clone, Copy)]
-struct CmdCtx<'c> {
-    heredocs: &'c [String],
-    /// Words printed by an `echo`/`printf` piped into this command.
-    input: Option<&'c [String]>,
-    depth: usize,
-}
-
-fn looks_like_path(s: &str) -> bool {
-    s.starts_with('/')
-        || s.starts_with('~')
-        || s.starts_with('.')
-        || s.contains('/')
-        || s.starts_with("$HOME")
-        || s.starts_with("${HOME}")
+fn norm(comps: &[String]) -> Vec<Comp<'_>> {
+    comps.iter().map(|c| norm_comp(c)).collect()
 }
 
 /// Paths named by an OpenCode/Codex patch (`*** Add File: p`, `*** Update File: p`,
@@ -962,33 +1502,6 @@ fn patch_paths(text: &str) -> impl Iterator<Item = &str> {
         .find_map(|p| l.strip_prefix(p))
         .map(str::trim)
     })
-}
-
-/// String values under path-like keys (`path`, `filePath`, `target`, `dest`, `dir`, `output`,
-/// `cwd`, ...), recursively.
-fn collect_path_args(v: &serde_json::Value, under_path_key: bool, out: &mut Vec<String>) {
-    match v {
-        serde_json::Value::String(s)
-            if under_path_key || looks_like_path(s) && !s.contains(char::is_whitespace) =>
-        {
-            out.push(s.clone())
-        }
-        serde_json::Value::Array(a) => a
-            .iter()
-            .for_each(|x| collect_path_args(x, under_path_key, out)),
-        serde_json::Value::Object(m) => {
-            for (k, x) in m {
-                let k = k.to_ascii_lowercase();
-                let pathy = [
-                    "path", "file", "dir", "dest", "target", "output", "cwd", "location", "source",
-                ]
-                .iter()
-                .any(|p| k.contains(p));
-                collect_path_args(x, pathy, out);
-            }
-        }
-        _ => {}
-    }
 }
 
 #[cfg(test)]

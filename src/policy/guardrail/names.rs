@@ -1,6 +1,5 @@
-//! Protected names: the tables of what the guardrail protects, component normalisation, the
-//! sentinel glob, and [`categorize`], which maps a normalised absolute path to its
-//! [`Category`].
+//! Protected names: the tables of what the guardrail protects, component normalisation, and
+//! [`categorize`], which maps a normalised absolute path to its [`Category`].
 
 use std::borrow::Cow;
 use std::collections::HashMap;
@@ -8,7 +7,6 @@ use std::sync::OnceLock;
 
 use unicode_normalization::UnicodeNormalization;
 
-use super::shell::{ONE, STAR, UNK};
 use super::Category::{self, *};
 
 type Rule = (&'static str, Category);
@@ -25,6 +23,11 @@ const ANY_COMPONENT: &[Rule] = &[
     (".azure", Credentials),
     (".password-store", Credentials),
     (".husky", GitConfig),
+    // VS Code tasks can run on folder open; devcontainers run commands on open.
+    (".vscode", Scheduling),
+    (".devcontainer", Scheduling),
+    (".bashrc.d", ShellStartup),
+    (".zshrc.d", ShellStartup),
     ("launchagents", Scheduling),
     ("launchdaemons", Scheduling),
     ("cron.d", Scheduling),
@@ -45,6 +48,8 @@ const CONFIG_SUB: &[Rule] = &[
     ("systemd", Scheduling),
     ("autostart", Scheduling),
     ("git", GitConfig),
+    ("pip", Credentials),
+    ("containers", Credentials),
     ("gh", Credentials),
     ("gcloud", Credentials),
 ];
@@ -65,6 +70,11 @@ const LAST_NAME: &[Rule] = &[
     (".pgpass", Credentials),
     (".my.cnf", Credentials),
     (".vault-token", Credentials),
+    (".yarnrc", Credentials),
+    (".yarnrc.yml", Credentials),
+    ("pip.conf", Credentials),
+    (".bunfig.toml", Credentials),
+    ("bunfig.toml", Credentials),
     ("id_rsa", Credentials),
     ("id_ed25519", Credentials),
     ("id_ecdsa", Credentials),
@@ -98,6 +108,8 @@ const PAIRS: &[(&str, &str, Category)] = &[
     (".gem", "credentials", Credentials),
     ("opencode", "auth.json", Credentials),
     ("spool", "cron", Scheduling),
+    // ~/.local/share/systemd/user: systemd user units.
+    ("share", "systemd", Scheduling),
     // $XDG_STATE_HOME/c2c (default ~/.local/state/c2c): c2c's per-repository broker roots.
     ("state", "c2c", BrokerState),
 ];
@@ -129,18 +141,17 @@ const ETC: &[Rule] = &[
     ("anacrontab", Scheduling),
 ];
 
-/// One normalised path component. `s` may hold glob/unknown sentinels.
+/// One normalised path component.
 pub(super) struct Comp<'a> {
     pub(super) s: Cow<'a, str>,
-    pub(super) pattern: bool,
-    pub(super) opaque: bool,
 }
 
+/// Normalises one component: NFKC, invisible characters (zero-width, bidi, soft hyphen,
+/// controls) removed, lowercase.
 pub(super) fn norm_comp(raw: &str) -> Comp<'_> {
     if raw.is_ascii() {
-        // ASCII is NFKC-stable, holds no sentinel, and its only invisible characters are the
-        // controls (C0 and DEL); lowercasing is the ASCII one. Already normalised (the usual
-        // case): borrowed, no allocation.
+        // ASCII is NFKC-stable and its only invisible characters are the controls (C0 and
+        // DEL); lowercasing is the ASCII one. Already normalised (the usual case): borrowed.
         let s: Cow<'_, str> = if raw
             .bytes()
             .all(|b| b >= 0x20 && b != 0x7f && !b.is_ascii_uppercase())
@@ -154,74 +165,23 @@ pub(super) fn norm_comp(raw: &str) -> Comp<'_> {
                     .collect(),
             )
         };
-        return Comp {
-            s,
-            pattern: false,
-            opaque: false,
-        };
+        return Comp { s };
     }
     let s: String = raw
         .nfkc()
         .filter(|&c| !crate::envelope::needs_escape(c))
         .flat_map(char::to_lowercase)
         .collect();
-    let pattern = s.chars().any(|c| matches!(c, STAR | ONE | UNK));
-    let opaque = !s.is_empty() && s.chars().all(|c| c == UNK);
-    Comp {
-        s: Cow::Owned(s),
-        pattern,
-        opaque,
-    }
+    Comp { s: Cow::Owned(s) }
 }
 
 impl Comp<'_> {
-    pub(super) fn is(&self, name: &str) -> bool {
-        if self.opaque {
-            false
-        } else if self.pattern {
-            glob(&self.s, name)
-        } else {
-            *self.s == *name
-        }
+    fn is(&self, name: &str) -> bool {
+        *self.s == *name
     }
-    pub(super) fn is_env_file(&self) -> bool {
-        if self.pattern {
-            !self.opaque && (glob(&self.s, ".env") || glob(&self.s, ".env.local"))
-        } else {
-            *self.s == *".env" || self.s.starts_with(".env.")
-        }
+    fn is_env_file(&self) -> bool {
+        *self.s == *".env" || self.s.starts_with(".env.")
     }
-}
-
-/// Glob match of a sentinel pattern against a literal name. `*`/`?` at the start do not match
-/// a leading dot (bash without `dotglob`); an unknown value does.
-pub(super) fn glob(pat: &str, name: &str) -> bool {
-    let p: Vec<char> = pat.chars().collect();
-    let n: Vec<char> = name.chars().collect();
-    if n.first() == Some(&'.') && matches!(p.first(), Some(&STAR) | Some(&ONE)) {
-        return false;
-    }
-    let (mut pi, mut ni) = (0usize, 0usize);
-    let mut back: Option<(usize, usize)> = None;
-    while ni < n.len() {
-        if pi < p.len() && (p[pi] == ONE || p[pi] == n[ni]) {
-            pi += 1;
-            ni += 1;
-        } else if pi < p.len() && (p[pi] == STAR || p[pi] == UNK) {
-            back = Some((pi, ni));
-            pi += 1;
-        } else if let Some((bp, bn)) = back {
-            pi = bp + 1;
-            ni = bn + 1;
-            back = Some((bp, bn + 1));
-        } else {
-            return false;
-        }
-    }
-    while pi < p.len() && (p[pi] == STAR || p[pi] == UNK) {
-        pi += 1;
-    }
-    pi == p.len()
 }
 
 /// A literal-name index of one table: the first rule of each name (as a scan finds it).
@@ -257,17 +217,9 @@ fn indexes() -> &'static Indexes {
     })
 }
 
-/// The first rule of `table` that `c` matches: one hash lookup for a literal component, the
-/// table scan (glob matching) for a pattern. An opaque component matches nothing either way.
-fn find_rule(c: &Comp, table: &[Rule], index: &Index) -> Option<Category> {
-    if c.pattern {
-        table
-            .iter()
-            .find(|(name, _)| c.is(name))
-            .map(|(_, cat)| *cat)
-    } else {
-        index.0.get(&*c.s).copied()
-    }
+/// The rule of a table that `c` matches: one hash lookup.
+fn find_rule(c: &Comp, index: &Index) -> Option<Category> {
+    index.0.get(&*c.s).copied()
 }
 
 /// The category of a normalised absolute path, if protected.
@@ -275,18 +227,18 @@ pub(super) fn categorize(comps: &[Comp]) -> Option<Category> {
     let ix = indexes();
     let n = comps.len();
     for (i, c) in comps.iter().enumerate() {
-        if let Some(cat) = find_rule(c, ANY_COMPONENT, &ix.any_component) {
+        if let Some(cat) = find_rule(c, &ix.any_component) {
             return Some(cat);
         }
         let next = comps.get(i + 1);
         if let Some(next) = next {
             if c.is(".config") {
-                if let Some(cat) = find_rule(next, CONFIG_SUB, &ix.config_sub) {
+                if let Some(cat) = find_rule(next, &ix.config_sub) {
                     return Some(cat);
                 }
             }
             // A literal parent that starts no pair cannot match any (all pairs are literal).
-            if c.pattern || ix.pair_parents.contains_key(&*c.s) {
+            if ix.pair_parents.contains_key(&*c.s) {
                 if let Some((_, _, cat)) = PAIRS.iter().find(|(a, b, _)| c.is(a) && next.is(b)) {
                     return Some(*cat);
                 }
@@ -299,13 +251,13 @@ pub(super) fn categorize(comps: &[Comp]) -> Option<Category> {
             if c.is_env_file() {
                 return Some(Credentials);
             }
-            if let Some(cat) = find_rule(c, LAST_NAME, &ix.last_name) {
+            if let Some(cat) = find_rule(c, &ix.last_name) {
                 return Some(cat);
             }
         }
     }
     if n >= 2 && comps[0].is("etc") {
-        if let Some(cat) = find_rule(&comps[1], ETC, &ix.etc) {
+        if let Some(cat) = find_rule(&comps[1], &ix.etc) {
             return Some(cat);
         }
     }
