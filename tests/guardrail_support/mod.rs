@@ -409,8 +409,8 @@ pub fn bash_request(cmd: &str, workdir: Option<&str>) -> PermissionRequest {
 
 impl Sandbox {
     /// The absolute path OpenCode's edit/write tools use for `raw`: absolute as given (not
-    /// normalised), `~/` is NOT expanded by OpenCode but we expand it to name HOME, relative
-    /// joined to the project and normalised (`path.join`).
+    /// normalised), relative joined to the project and normalised (`path.join`). (`~/` is
+    /// turned into HOME by the corpus loader before this.)
     pub fn tool_filepath(&self, raw: &str) -> String {
         if raw.starts_with('/') {
             raw.to_owned()
@@ -522,7 +522,16 @@ pub struct Entry {
 impl Entry {
     /// The request this entry stands for, in `sb`.
     pub fn request(&self, sb: &Sandbox) -> PermissionRequest {
-        let s = |o: &Option<String>| sb.subst(o.as_deref().unwrap_or_default());
+        // Models hand tools absolute paths; OpenCode does not expand `~`, so `~/x` in a corpus
+        // line stands for `$HOME/x` spelled out.
+        let s = |o: &Option<String>| {
+            let raw = o.as_deref().unwrap_or_default();
+            let raw = match raw.strip_prefix("~/") {
+                Some(rest) => format!("@H@/{rest}"),
+                None => raw.to_owned(),
+            };
+            sb.subst(&raw)
+        };
         match self.kind.as_str() {
             "bash" => bash_request(&s(&self.command), self.workdir.as_deref().map(|w| sb.subst(w)).as_deref()),
             "edit" => sb.edit_request(&s(&self.path), false),
