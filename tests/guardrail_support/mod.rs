@@ -164,8 +164,7 @@ impl Sandbox {
         Sandbox::new_in(&std::env::temp_dir())
     }
 
-    /// A fresh sandbox below `parent` (the execution test uses a tmpfs: resetting the sandbox
-    /// thousands of times on a disk file system costs minutes).
+    /// A fresh sandbox below `parent`.
     pub fn new_in(parent: &Path) -> Sandbox {
         let dir = tempfile::tempdir_in(parent).unwrap();
         let root = fs::canonicalize(dir.path()).unwrap();
@@ -298,6 +297,109 @@ impl Sandbox {
         }
         out
     }
+}
+
+/// One entry of a [`Manifest`]: what `lstat` and the content say.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Item {
+    /// A directory: mode, uid, gid.
+    Dir(u32, u32, u32),
+    /// A regular file: mode, uid, gid, content.
+    File(u32, u32, u32, Vec<u8>),
+    /// A symlink: target, uid, gid.
+    Link(PathBuf, u32, u32),
+}
+
+/// Every entry below a directory (paths relative to it), in walk order (parents first).
+pub type Manifest = BTreeMap<PathBuf, Item>;
+
+/// The manifest of everything below `root` (symlinks not followed; special files skipped).
+pub fn manifest(root: &Path) -> Manifest {
+    fn walk(root: &Path, rel: &Path, out: &mut Manifest) {
+        let p = root.join(rel);
+        let Ok(m) = fs::symlink_metadata(&p) else { return };
+        let (mode, uid, gid) = (m.mode(), m.uid(), m.gid());
+        if m.file_type().is_symlink() {
+            out.insert(rel.to_owned(), Item::Link(fs::read_link(&p).unwrap_or_default(), uid, gid));
+        } else if m.is_dir() {
+            out.insert(rel.to_owned(), Item::Dir(mode, uid, gid));
+            if let Ok(rd) = fs::read_dir(&p) {
+                for e in rd.flatten() {
+                    walk(root, &rel.join(e.file_name()), out);
+                }
+            }
+        } else if m.is_file() {
+            out.insert(rel.to_owned(), Item::File(mode, uid, gid, fs::read(&p).unwrap_or_default()));
+        } else {
+            // A fifo or socket a command made: recorded as an odd file so restore removes it.
+            out.insert(rel.to_owned(), Item::File(u32::MAX, uid, gid, Vec::new()));
+        }
+    }
+    let mut out = Manifest::new();
+    if let Ok(rd) = fs::read_dir(root) {
+        for e in rd.flatten() {
+            walk(root, Path::new(&e.file_name()), &mut out);
+        }
+    }
+    out
+}
+
+/// Brings the tree below `root` back to `want`, touching only what differs (much cheaper than
+/// rebuilding on a disk file system). Returns how many entries it fixed.
+pub fn restore(root: &Path, want: &Manifest) -> usize {
+    let have = manifest(root);
+    let mut fixed = 0;
+    // Remove what should not be there or has the wrong kind/content (deepest first).
+    for (rel, item) in have.iter().rev() {
+        let p = root.join(rel);
+        let keep = match (item, want.get(rel)) {
+            (Item::Dir(..), Some(Item::Dir(..))) => true,
+            (a, Some(b)) => a == b,
+            (_, None) => false,
+        };
+        if !keep {
+            if matches!(item, Item::Dir(..)) {
+                make_writable(&p);
+                let _ = fs::remove_dir_all(&p);
+            } else {
+                let _ = fs::remove_file(&p);
+            }
+            fixed += 1;
+        }
+    }
+    // Create what is missing, fix directory modes and owners (parents first).
+    for (rel, item) in want {
+        let p = root.join(rel);
+        let now = fs::symlink_metadata(&p).ok();
+        match item {
+            Item::Dir(mode, uid, gid) => {
+                if now.is_none() {
+                    fs::create_dir(&p).unwrap();
+                    fixed += 1;
+                }
+                let m = fs::symlink_metadata(&p).unwrap();
+                if m.mode() != *mode {
+                    fs::set_permissions(&p, fs::Permissions::from_mode(*mode)).unwrap();
+                }
+                if (m.uid(), m.gid()) != (*uid, *gid) {
+                    std::os::unix::fs::lchown(&p, Some(*uid), Some(*gid)).unwrap();
+                }
+            }
+            Item::File(mode, uid, gid, content) if now.is_none() => {
+                fs::write(&p, content).unwrap();
+                fs::set_permissions(&p, fs::Permissions::from_mode(*mode)).unwrap();
+                std::os::unix::fs::lchown(&p, Some(*uid), Some(*gid)).unwrap();
+                fixed += 1;
+            }
+            Item::Link(target, uid, gid) if now.is_none() => {
+                std::os::unix::fs::symlink(target, &p).unwrap();
+                std::os::unix::fs::lchown(&p, Some(*uid), Some(*gid)).unwrap();
+                fixed += 1;
+            }
+            _ => {}
+        }
+    }
+    fixed
 }
 
 fn record(p: &Path, recursive: bool, out: &mut BTreeMap<PathBuf, String>) {
