@@ -152,6 +152,12 @@ const PROTECTED_DIRS: &[&str] = &[
     "docs/up/.git",
     "$HOME",
     "/proc/self/cwd/.git",
+    // A trailing slash makes the kernel (and `rm -r`) go through the link.
+    "lnk_ssh/",
+    "lnk_git/",
+    "lnk_home/",
+    "docs/up/",
+    "lnk_config/.",
 ];
 
 impl Gen {
@@ -186,7 +192,7 @@ impl Gen {
         // approvable and really executes); the rest the broader list, writers included.
         const COMMON: &[usize] = &[
             0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 15, 16, 17, 21, 22, 28, 29, 34, 35, 36,
-            37, 38, 39, 40, 42, 43,
+            37, 38, 39, 40, 41, 42, 43,
         ];
         let which = if self.chance(75) {
             COMMON[self.below(COMMON.len())]
@@ -277,7 +283,7 @@ impl Gen {
             38 => format!("test -e {f}"),
             39 => format!("du -s {d}"),
             40 => format!("md5sum {f}"),
-            41 => format!("rmdir {d}"),
+            41 => format!("rm {} {d}{}", self.pick(&["-r", "-rf", "-fr", "-R"]), self.pick(&["", "/", "/."])),
             42 => format!("readlink {f}"),
             _ => format!("file {f}"),
         }
@@ -342,7 +348,29 @@ impl Gen {
         s
     }
 
+    /// A gadget: make git take its configuration from a project directory (`.git/commondir`,
+    /// `config.worktree`, a submodule's config), then run git (G2 finding 2).
+    fn git_config_gadget(&mut self) -> String {
+        let dir = self.pick(&["tmp/evil", "build/r", "docs/x"]);
+        let hook = self.pick(&["echo pwned >> ~/.bashrc", "touch .git/hooks/pre-commit"]);
+        let link = self.pick(&[
+            "echo ../DIR > .git/commondir",
+            "printf '../DIR' > .git/commondir",
+            "cp DIR/config .git/config.worktree",
+        ]);
+        format!(
+            "mkdir -p {dir}/objects {dir}/refs {} printf '[core]\\n\\tfsmonitor = {hook}\\n' > {dir}/config {} {} {} git status --short",
+            self.pick(&["&&", ";"]),
+            self.pick(&["&&", ";"]),
+            link.replace("DIR", dir),
+            self.pick(&["&&", ";", "\n"]),
+        )
+    }
+
     fn command(&mut self) -> String {
+        if self.chance(3) {
+            return self.git_config_gadget();
+        }
         let mut s = self.statement();
         let more = self.pick(&["", "", "", "", "", "", "1", "1", "1", "2"]).len();
         for _ in 0..more {
@@ -431,6 +459,8 @@ struct Tally {
     approved: u64,
     left: u64,
     failures: Vec<String>,
+    /// How many cases changed a protected place (`failures` keeps the first 25 per worker).
+    failed: u64,
     /// Why cases were left, by reason (sandbox root replaced by `@R@`).
     reasons: std::collections::HashMap<String, u64>,
     /// Where the time goes (printed, never asserted): reset, check, snapshots, execution.
@@ -499,14 +529,15 @@ fn worker(seed: u64, cases: impl Iterator<Item = u64>, verbose: bool) -> Tally {
             println!("  ran: {status}\n  changes: {changes:#?}");
         }
         if !changes.is_empty() {
+            t.failed += 1;
+            if t.failures.len() >= 25 {
+                continue;
+            }
             let root = sb.root.display().to_string();
             t.failures.push(format!(
                 "case {i} (seed {seed:#x}): APPROVED and changed protected places\n  command: {template:?}\n  workdir: {wd_template:?}\n  bash: {status}\n  changed (@R@ = sandbox root):\n    {}",
                 changes.join("\n    ").replace(&root, "@R@")
             ));
-            if t.failures.len() >= 25 {
-                break;
-            }
         }
     }
     t
@@ -532,6 +563,7 @@ fn approved_generated_commands_change_no_protected_place() {
         all.approved += t.approved;
         all.left += t.left;
         all.failures.extend(t.failures);
+        all.failed += t.failed;
         for (r, n) in t.reasons {
             *all.reasons.entry(r).or_default() += n;
         }
@@ -544,7 +576,7 @@ fn approved_generated_commands_change_no_protected_place() {
         all.approved + all.left,
         all.approved,
         all.left,
-        all.failures.len()
+        all.failed
     );
     println!(
         "guardrail exec: time (summed over {jobs} workers) in reset {:?}, check {:?}, snapshots {:?}, execution {:?}",
@@ -557,7 +589,7 @@ fn approved_generated_commands_change_no_protected_place() {
         println!("  {n:>5}  {r}");
     }
     assert!(
-        all.failures.is_empty(),
+        all.failed == 0,
         "replay one case with C2C_GUARD_EXEC_SEED={seed:#x} C2C_GUARD_EXEC_ONLY=<case>\n{}",
         all.failures.join("\n")
     );
