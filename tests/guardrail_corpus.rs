@@ -75,7 +75,11 @@ fn decide(sb: &Sandbox, entry: &Entry) -> Option<String> {
 #[test]
 fn attack_corpus_is_never_approved() {
     let entries = load("attacks.jsonl");
-    assert!(entries.len() >= 200, "only {} attack entries", entries.len());
+    assert!(
+        entries.len() >= 200,
+        "only {} attack entries",
+        entries.len()
+    );
     for f in FAMILIES {
         assert!(
             entries.iter().any(|e| e.family == *f),
@@ -102,7 +106,11 @@ fn attack_corpus_is_never_approved() {
             Some(reason) => assert!(!reason.trim().is_empty(), "{}: empty reason", e.describe()),
         }
     }
-    println!("guardrail attack corpus: {} entries, {} approved", entries.len(), approved.len());
+    println!(
+        "guardrail attack corpus: {} entries, {} approved",
+        entries.len(),
+        approved.len()
+    );
     for (f, (n, a)) in &per_family {
         println!("  {f:<22} {n:>4} entries, {a:>3} approved");
     }
@@ -118,7 +126,11 @@ fn attack_corpus_is_never_approved() {
 #[test]
 fn benign_corpus_share_is_reported() {
     let entries = load("benign.jsonl");
-    assert!(entries.len() >= 150, "only {} benign entries", entries.len());
+    assert!(
+        entries.len() >= 150,
+        "only {} benign entries",
+        entries.len()
+    );
     let sb = Sandbox::new();
     let mut left = Vec::new();
     for e in &entries {

@@ -176,8 +176,18 @@ impl Gen {
         }
     }
     fn word(&mut self) -> String {
-        self.pick(&["ok", "hello", "x", "'a b'", "\"$HOME\"", "TODO", "fn", "-n", "$PWD"])
-            .to_owned()
+        self.pick(&[
+            "ok",
+            "hello",
+            "x",
+            "'a b'",
+            "\"$HOME\"",
+            "TODO",
+            "fn",
+            "-n",
+            "$PWD",
+        ])
+        .to_owned()
     }
     fn mode(&mut self) -> &'static str {
         self.pick(&["644", "755", "+x", "u+w", "a+w", "000", "go-r"])
@@ -200,9 +210,15 @@ impl Gen {
             self.below(44)
         };
         match which {
-            0 => format!("ls {} {d}", self.pick(&["", "-l", "-la", "-R", "-1", "-d", "-lad"])),
+            0 => format!(
+                "ls {} {d}",
+                self.pick(&["", "-l", "-la", "-R", "-1", "-d", "-lad"])
+            ),
             1 => format!("cat {f}"),
-            2 => format!("head {} {f}", self.pick(&["", "-n 3", "-n3", "-c 10", "-c10"])),
+            2 => format!(
+                "head {} {f}",
+                self.pick(&["", "-n 3", "-n3", "-c 10", "-c10"])
+            ),
             3 => format!("tail {} {f}", self.pick(&["", "-n 2", "-n2", "-c5"])),
             4 => format!("wc {} {f}", self.pick(&["-l", "-c", "-lw", ""])),
             5 => format!(
@@ -213,18 +229,28 @@ impl Gen {
             6 => format!("rg {} {d}", self.word()),
             7 => format!(
                 "find {d} {}",
-                self.pick(&["", "-name '*.txt'", "-type f", "-maxdepth 1", "-type d -name x"])
+                self.pick(&[
+                    "",
+                    "-name '*.txt'",
+                    "-type f",
+                    "-maxdepth 1",
+                    "-type d -name x"
+                ])
             ),
             8 => format!("stat {f}"),
             9 => format!("echo {} {}", self.word(), self.word()),
             10 => format!("printf '%s\\n' {}", self.word()),
             11 => format!("touch {} {f}", self.pick(&["", "-c", "-a"])),
-            12 => format!("mkdir {} {d}/{}", self.pick(&["", "-p", "-pm 700"]), self.pick(&["n", "x/y"])),
-            13 => format!(
-                "cp {} {f} {g}",
-                self.pick(&["", "-f", "-p", "-b", "-n"])
+            12 => format!(
+                "mkdir {} {d}/{}",
+                self.pick(&["", "-p", "-pm 700"]),
+                self.pick(&["n", "x/y"])
             ),
-            14 => format!("cp {} {f}", self.pick(&["-t", "-ft", "--target-directory="]).to_owned() + &self.attached(&d)),
+            13 => format!("cp {} {f} {g}", self.pick(&["", "-f", "-p", "-b", "-n"])),
+            14 => format!(
+                "cp {} {f}",
+                self.pick(&["-t", "-ft", "--target-directory="]).to_owned() + &self.attached(&d)
+            ),
             15 => format!("mv {} {f} {g}", self.pick(&["", "-f", "-n"])),
             16 => format!("mv -t {d} {f}"),
             17 => format!("rm {} {f}", self.pick(&["", "-f", "-rf", "-r"])),
@@ -232,7 +258,10 @@ impl Gen {
             19 => format!("chmod {} {} {f}", self.pick(&["", "-R"]), self.mode()),
             20 => format!("tee {} {f}", self.pick(&["", "-a", "-ai"])),
             21 => format!("sort {} {g}", self.sort_out(&f)),
-            22 => format!("uniq {g} {}", if self.chance(50) { f } else { String::new() }),
+            22 => format!(
+                "uniq {g} {}",
+                if self.chance(50) { f } else { String::new() }
+            ),
             23 => format!(
                 "sed {} {f}",
                 self.pick(&[
@@ -248,11 +277,22 @@ impl Gen {
             ),
             24 => format!(
                 "awk {} {f}",
-                self.pick(&["'{print}'", "'NR==1'", "-F: '{print $1}'", "'{print > \"out.txt\"}'"])
+                self.pick(&[
+                    "'{print}'",
+                    "'NR==1'",
+                    "-F: '{print $1}'",
+                    "'{print > \"out.txt\"}'"
+                ])
             ),
             25 => format!("dd if={g} of={f} status=none"),
-            26 => format!("truncate {} {f}", self.pick(&["-s 0", "-s0", "-s 1k", "--size=3"])),
-            27 => format!("install {} {g} {f}", self.pick(&["", "-m 644", "-m755", "-D", "-Dm644"])),
+            26 => format!(
+                "truncate {} {f}",
+                self.pick(&["-s 0", "-s0", "-s 1k", "--size=3"])
+            ),
+            27 => format!(
+                "install {} {g} {f}",
+                self.pick(&["", "-m 644", "-m755", "-D", "-Dm644"])
+            ),
             28 => format!(
                 "git {}",
                 self.pick(&[
@@ -283,7 +323,11 @@ impl Gen {
             38 => format!("test -e {f}"),
             39 => format!("du -s {d}"),
             40 => format!("md5sum {f}"),
-            41 => format!("rm {} {d}{}", self.pick(&["-r", "-rf", "-fr", "-R"]), self.pick(&["", "/", "/."])),
+            41 => format!(
+                "rm {} {d}{}",
+                self.pick(&["-r", "-rf", "-fr", "-R"]),
+                self.pick(&["", "/", "/."])
+            ),
             42 => format!("readlink {f}"),
             _ => format!("file {f}"),
         }
@@ -372,7 +416,9 @@ impl Gen {
             return self.git_config_gadget();
         }
         let mut s = self.statement();
-        let more = self.pick(&["", "", "", "", "", "", "1", "1", "1", "2"]).len();
+        let more = self
+            .pick(&["", "", "", "", "", "", "1", "1", "1", "2"])
+            .len();
         for _ in 0..more {
             let sep = self.pick(&["; ", " && ", " || ", "\n", " | "]);
             s.push_str(sep);
@@ -438,7 +484,10 @@ fn run(sb: &Sandbox, cmd: &str, workdir: &Path) -> String {
     }
     c.args(["bash", "--norc", "--noprofile", "-c", cmd])
         .env_clear()
-        .env("PATH", std::env::var("PATH").unwrap_or_else(|_| "/usr/bin:/bin".into()))
+        .env(
+            "PATH",
+            std::env::var("PATH").unwrap_or_else(|_| "/usr/bin:/bin".into()),
+        )
         .env("HOME", &sb.home)
         .env("LANG", "C.UTF-8")
         .current_dir(workdir)
@@ -449,7 +498,11 @@ fn run(sb: &Sandbox, cmd: &str, workdir: &Path) -> String {
     format!(
         "{} {}",
         out.status,
-        String::from_utf8_lossy(&out.stderr).trim().chars().take(300).collect::<String>()
+        String::from_utf8_lossy(&out.stderr)
+            .trim()
+            .chars()
+            .take(300)
+            .collect::<String>()
     )
 }
 
@@ -496,7 +549,10 @@ fn worker(seed: u64, cases: impl Iterator<Item = u64>, verbose: bool) -> Tally {
         let clock = std::time::Instant::now();
         if dirty {
             restore(&sb.root, &pristine);
-            assert!(manifest(&sb.root) == pristine, "sandbox not restored before case {i}");
+            assert!(
+                manifest(&sb.root) == pristine,
+                "sandbox not restored before case {i}"
+            );
             dirty = false;
         }
         t.spent[0] += clock.elapsed();
@@ -509,7 +565,9 @@ fn worker(seed: u64, cases: impl Iterator<Item = u64>, verbose: bool) -> Tally {
         if let Some(hit) = verdict {
             t.left += 1;
             let root = sb.root.display().to_string();
-            *t.reasons.entry(hit.reason.replace(&root, "@R@")).or_default() += 1;
+            *t.reasons
+                .entry(hit.reason.replace(&root, "@R@"))
+                .or_default() += 1;
             continue;
         }
         t.approved += 1;
@@ -517,7 +575,10 @@ fn worker(seed: u64, cases: impl Iterator<Item = u64>, verbose: bool) -> Tally {
         let before = sb.snapshot();
         t.spent[2] += clock.elapsed();
         assert_eq!(before, clean, "sandbox not restored before case {i}");
-        let wd = workdir.clone().map(Into::into).unwrap_or_else(|| sb.project.clone());
+        let wd = workdir
+            .clone()
+            .map(Into::into)
+            .unwrap_or_else(|| sb.project.clone());
         let clock = std::time::Instant::now();
         let status = run(&sb, &cmd, &wd);
         t.spent[3] += clock.elapsed();
@@ -547,8 +608,12 @@ fn worker(seed: u64, cases: impl Iterator<Item = u64>, verbose: bool) -> Tally {
 fn approved_generated_commands_change_no_protected_place() {
     let cases = env_u64("C2C_GUARD_EXEC_CASES", 3000);
     let seed = env_u64("C2C_GUARD_EXEC_SEED", 0x6732_7072_6f6f_6621);
-    let only = std::env::var("C2C_GUARD_EXEC_ONLY").ok().map(|v| v.parse::<u64>().unwrap());
-    let jobs = std::thread::available_parallelism().map_or(1, |n| n.get()).clamp(1, 4) as u64;
+    let only = std::env::var("C2C_GUARD_EXEC_ONLY")
+        .ok()
+        .map(|v| v.parse::<u64>().unwrap());
+    let jobs = std::thread::available_parallelism()
+        .map_or(1, |n| n.get())
+        .clamp(1, 4) as u64;
     let tallies: Vec<Tally> = match only {
         Some(i) => vec![worker(seed, std::iter::once(i), true)],
         None => std::thread::scope(|s| {

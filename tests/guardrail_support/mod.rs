@@ -33,7 +33,10 @@ pub const HOME_FILES: &[(&str, &str)] = &[
     (".zshenv", "# zshenv\n"),
     (".bashrc.d/10-path.sh", "PATH=$PATH\n"),
     (".ssh/authorized_keys", "ssh-ed25519 AAAA user@host\n"),
-    (".ssh/id_ed25519", "-----BEGIN OPENSSH PRIVATE KEY-----\nsecret\n"),
+    (
+        ".ssh/id_ed25519",
+        "-----BEGIN OPENSSH PRIVATE KEY-----\nsecret\n",
+    ),
     (".ssh/id_ed25519.pub", "ssh-ed25519 AAAA user@host\n"),
     (".ssh/config", "Host *\n"),
     (".ssh/known_hosts", "host ssh-ed25519 AAAA\n"),
@@ -43,22 +46,34 @@ pub const HOME_FILES: &[(&str, &str)] = &[
     (".npmrc", "//registry.invalid/:_authToken=secret\n"),
     (".pypirc", "[pypi]\npassword = secret\n"),
     (".yarnrc.yml", "npmAuthToken: secret\n"),
-    (".aws/credentials", "[default]\naws_secret_access_key = secret\n"),
+    (
+        ".aws/credentials",
+        "[default]\naws_secret_access_key = secret\n",
+    ),
     (".kube/config", "apiVersion: v1\n"),
     (".docker/config.json", "{\"auths\":{}}\n"),
     (".gnupg/pubring.kbx", "gpg\n"),
-    (".cargo/credentials.toml", "[registry]\ntoken = \"secret\"\n"),
+    (
+        ".cargo/credentials.toml",
+        "[registry]\ntoken = \"secret\"\n",
+    ),
     (".claude.json", "{}\n"),
     (".claude/settings.json", "{}\n"),
     (".config/opencode/opencode.json", "{}\n"),
     (".config/git/config", "[core]\n"),
     (".config/fish/config.fish", "# fish\n"),
-    (".config/gh/hosts.yml", "github.com:\n  oauth_token: secret\n"),
+    (
+        ".config/gh/hosts.yml",
+        "github.com:\n  oauth_token: secret\n",
+    ),
     (".config/pip/pip.conf", "[global]\n"),
     (".config/systemd/user/existing.service", "[Service]\n"),
     (".config/autostart/existing.desktop", "[Desktop Entry]\n"),
     (".local/share/systemd/user/existing.timer", "[Timer]\n"),
-    (".local/share/opencode/auth.json", "{\"token\":\"secret\"}\n"),
+    (
+        ".local/share/opencode/auth.json",
+        "{\"token\":\"secret\"}\n",
+    ),
     (".c2c/registry.json", "{}\n"),
     (".c2c/approval-verdict/keep", "x\n"),
 ];
@@ -86,14 +101,20 @@ pub const HOME_ABSENT: &[&str] = &[
 pub const PROJECT_FILES: &[(&str, &str)] = &[
     ("README.md", "# demo\nhello world\n"),
     ("Cargo.toml", "[package]\nname = \"demo\"\n"),
-    ("package.json", "{\"name\":\"demo\",\"scripts\":{\"test\":\"true\"}}\n"),
+    (
+        "package.json",
+        "{\"name\":\"demo\",\"scripts\":{\"test\":\"true\"}}\n",
+    ),
     ("src/main.rs", "fn main() { println!(\"hi\"); }\n"),
     ("src/lib.rs", "pub fn f() -> u32 { 1 }\n"),
     ("src/util/mod.rs", "// util\n"),
     ("docs/guide.md", "guide\nTODO: more\n"),
     ("data.txt", "b\na\nc\na\n"),
     ("input.txt", "hello\n"),
-    ("hex.txt", "00000000: 6563 686f 0a                             echo.\n"),
+    (
+        "hex.txt",
+        "00000000: 6563 686f 0a                             echo.\n",
+    ),
     ("tests/basic.rs", "#[test] fn t() {}\n"),
     ("scripts/build.sh", "#!/bin/sh\necho build\n"),
     ("tmp/.keep", ""),
@@ -120,7 +141,12 @@ pub const PROJECT_PROTECTED_FILES: &[(&str, &str)] = &[
 ];
 
 /// Protected places in the project that do not exist but must not appear.
-pub const PROJECT_ABSENT: &[&str] = &["opencode.jsonc", ".npmrc", ".env.production", "CLAUDE.local.md"];
+pub const PROJECT_ABSENT: &[&str] = &[
+    "opencode.jsonc",
+    ".npmrc",
+    ".env.production",
+    "CLAUDE.local.md",
+];
 
 /// Symlinks planted in the project: (link relative to the project, target). `@H@` is HOME,
 /// `@P@` the project. Corpus entries name the ones they rely on in `setup`.
@@ -260,7 +286,11 @@ impl Sandbox {
         ];
         // HOME: every planted or listed name is protected (as a whole, recursively), except
         // that `.config` and `.local` are containers: their protected children are listed.
-        for p in HOME_FILES.iter().map(|(p, _)| *p).chain(HOME_ABSENT.iter().copied()) {
+        for p in HOME_FILES
+            .iter()
+            .map(|(p, _)| *p)
+            .chain(HOME_ABSENT.iter().copied())
+        {
             let comps: Vec<&str> = p.split('/').collect();
             let keep = match comps[0] {
                 ".config" => 2,
@@ -317,10 +347,15 @@ pub type Manifest = BTreeMap<PathBuf, Item>;
 pub fn manifest(root: &Path) -> Manifest {
     fn walk(root: &Path, rel: &Path, out: &mut Manifest) {
         let p = root.join(rel);
-        let Ok(m) = fs::symlink_metadata(&p) else { return };
+        let Ok(m) = fs::symlink_metadata(&p) else {
+            return;
+        };
         let (mode, uid, gid) = (m.mode(), m.uid(), m.gid());
         if m.file_type().is_symlink() {
-            out.insert(rel.to_owned(), Item::Link(fs::read_link(&p).unwrap_or_default(), uid, gid));
+            out.insert(
+                rel.to_owned(),
+                Item::Link(fs::read_link(&p).unwrap_or_default(), uid, gid),
+            );
         } else if m.is_dir() {
             out.insert(rel.to_owned(), Item::Dir(mode, uid, gid));
             if let Ok(rd) = fs::read_dir(&p) {
@@ -329,7 +364,10 @@ pub fn manifest(root: &Path) -> Manifest {
                 }
             }
         } else if m.is_file() {
-            out.insert(rel.to_owned(), Item::File(mode, uid, gid, fs::read(&p).unwrap_or_default()));
+            out.insert(
+                rel.to_owned(),
+                Item::File(mode, uid, gid, fs::read(&p).unwrap_or_default()),
+            );
         } else {
             // A fifo or socket a command made: recorded as an odd file so restore removes it.
             out.insert(rel.to_owned(), Item::File(u32::MAX, uid, gid, Vec::new()));
@@ -409,7 +447,9 @@ fn record(p: &Path, recursive: bool, out: &mut BTreeMap<PathBuf, String>) {
     };
     let head = format!("mode={:o} uid={} gid={}", m.mode(), m.uid(), m.gid());
     if m.file_type().is_symlink() {
-        let t = fs::read_link(p).map(|t| t.display().to_string()).unwrap_or_default();
+        let t = fs::read_link(p)
+            .map(|t| t.display().to_string())
+            .unwrap_or_default();
         out.insert(p.to_owned(), format!("{head} symlink -> {t}"));
     } else if m.is_dir() && !recursive {
         out.insert(p.to_owned(), format!("{head} dir"));
@@ -422,7 +462,10 @@ fn record(p: &Path, recursive: bool, out: &mut BTreeMap<PathBuf, String>) {
             }
         };
         names.sort();
-        let list: Vec<String> = names.iter().map(|n| n.to_string_lossy().into_owned()).collect();
+        let list: Vec<String> = names
+            .iter()
+            .map(|n| n.to_string_lossy().into_owned())
+            .collect();
         out.insert(p.to_owned(), format!("{head} dir [{}]", list.join(", ")));
         for n in names {
             record(&p.join(n), true, out);
@@ -519,7 +562,9 @@ impl Sandbox {
         } else if let Some(rest) = raw.strip_prefix("~/") {
             format!("{}/{rest}", self.home.display())
         } else {
-            node_normalize(&self.project.join(raw)).display().to_string()
+            node_normalize(&self.project.join(raw))
+                .display()
+                .to_string()
         }
     }
 
@@ -635,10 +680,16 @@ impl Entry {
             sb.subst(&raw)
         };
         match self.kind.as_str() {
-            "bash" => bash_request(&s(&self.command), self.workdir.as_deref().map(|w| sb.subst(w)).as_deref()),
+            "bash" => bash_request(
+                &s(&self.command),
+                self.workdir.as_deref().map(|w| sb.subst(w)).as_deref(),
+            ),
             "edit" => sb.edit_request(&s(&self.path), false),
             "write" => sb.edit_request(&s(&self.path), true),
-            "patch" => sb.patch_request(&s(&self.path), self.patch.as_deref().map(|p| sb.subst(p)).as_deref()),
+            "patch" => sb.patch_request(
+                &s(&self.path),
+                self.patch.as_deref().map(|p| sb.subst(p)).as_deref(),
+            ),
             "read" => sb.read_request(&s(&self.path)),
             "raw" => {
                 let v = subst_json(sb, self.request.clone().expect("raw entry needs `request`"));
@@ -664,14 +715,18 @@ fn subst_json(sb: &Sandbox, v: Value) -> Value {
     match v {
         Value::String(s) => Value::String(sb.subst(&s)),
         Value::Array(a) => Value::Array(a.into_iter().map(|x| subst_json(sb, x)).collect()),
-        Value::Object(o) => Value::Object(o.into_iter().map(|(k, x)| (k, subst_json(sb, x))).collect()),
+        Value::Object(o) => {
+            Value::Object(o.into_iter().map(|(k, x)| (k, subst_json(sb, x))).collect())
+        }
         other => other,
     }
 }
 
 /// Reads a corpus file (one JSON object a line; blank lines and `//` lines skipped).
 pub fn load(name: &str) -> Vec<Entry> {
-    let p = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/guardrail").join(name);
+    let p = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/guardrail")
+        .join(name);
     let text = fs::read_to_string(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display()));
     text.lines()
         .enumerate()
