@@ -20,6 +20,7 @@ use serde_json::{json, Value};
 /// The repository's shared deterministic generator (xorshift64*), the same file unit tests use.
 #[path = "../../src/testutil.rs"]
 mod testutil;
+#[allow(unused_imports)]
 pub(crate) use testutil::xorshift;
 
 /// Files planted in the throwaway HOME (path relative to HOME, content). Directories are made
