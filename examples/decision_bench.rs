@@ -13,7 +13,7 @@ use std::hint::black_box;
 use std::path::PathBuf;
 use std::time::Instant;
 
-use c2c_bridge::policy::guardrail::{self, FsProbe, PathContext, PermissionRequest};
+use c2c_bridge::policy::guardrail::{self, FsProbe, Node, PathContext, PermissionRequest};
 use c2c_bridge::provenance::{EpochMs, Limits, Lookup, MessageInfo, PeerMark, Role, TurnIndex};
 
 const SESSIONS: usize = 10;
@@ -111,18 +111,18 @@ fn build_index() -> (TurnIndex, Vec<(String, String, bool)>) {
     (ix, targets)
 }
 
-/// A probe that answers without system calls (nothing is a symlink, every path is itself):
-/// separates the guardrail's own work from its `canonicalize`/`read_link` calls.
+/// A probe that answers without system calls (every path is an existing directory, nothing
+/// is a symlink): separates the guardrail's own work from its `lstat`/`readlink` calls.
 struct LexicalFs;
 impl FsProbe for LexicalFs {
-    fn canonicalize(&self, p: &std::path::Path) -> Option<PathBuf> {
-        Some(p.to_path_buf())
+    fn lstat(&self, _: &std::path::Path) -> Node {
+        Node::Dir
     }
     fn read_link(&self, _: &std::path::Path) -> Option<PathBuf> {
         None
     }
-    fn is_dir(&self, _: &std::path::Path) -> bool {
-        false
+    fn read_dir(&self, _: &std::path::Path) -> Option<Vec<(std::ffi::OsString, Node)>> {
+        Some(Vec::new())
     }
 }
 
@@ -162,16 +162,12 @@ fn main() {
     let home = std::env::var_os("HOME")
         .map(PathBuf::from)
         .unwrap_or_else(|| PathBuf::from("/root"));
-    let ctx = PathContext {
-        cwd: here.join("src"),
-        worktree: here.clone(),
-        home,
-    };
+    let ctx = PathContext::new(here.clone(), here.clone(), home);
     let bash: PermissionRequest = serde_json::from_value(serde_json::json!({
         "permission": "bash",
-        "command": "cd src && cargo build --release 2>&1 | tee ../build.log && ls -la",
-        "patterns": ["cd src && cargo build --release 2>&1 | tee ../build.log && ls -la"],
-        "args": {"command": "cd src && cargo build --release 2>&1 | tee ../build.log && ls -la"}
+        "command": "cd src && grep -n fn lib.rs | head -5 > ../build.log 2>&1 && ls -la",
+        "patterns": ["cd src && grep -n fn lib.rs | head -5 > ../build.log 2>&1 && ls -la"],
+        "args": {"command": "cd src && grep -n fn lib.rs | head -5 > ../build.log 2>&1 && ls -la"}
     }))
     .expect("request");
     let edit: PermissionRequest = serde_json::from_value(serde_json::json!({
@@ -181,8 +177,16 @@ fn main() {
         "args": {"filePath": here.join("src/lib.rs").to_string_lossy()}
     }))
     .expect("request");
-    assert!(guardrail::check(&bash, &ctx).is_none());
-    assert!(guardrail::check(&edit, &ctx).is_none());
+    assert_eq!(
+        guardrail::check(&bash, &ctx),
+        None,
+        "the bench command is approved"
+    );
+    assert_eq!(
+        guardrail::check(&edit, &ctx),
+        None,
+        "the bench edit is approved"
+    );
 
     let time = |f: &mut dyn FnMut(usize)| -> Vec<u64> {
         for i in 0..iterations / 10 {
@@ -205,7 +209,7 @@ fn main() {
         }),
     );
     stats(
-        "guardrail check: bash (pipeline, cd, tee)",
+        "guardrail check: bash (cd, pipeline, redirection)",
         time(&mut |_| {
             black_box(guardrail::check(&bash, &ctx));
         }),

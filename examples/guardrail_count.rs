@@ -8,18 +8,20 @@
 use std::hint::black_box;
 use std::path::{Path, PathBuf};
 
-use c2c_bridge::policy::guardrail::{self, FsProbe, PathContext, PermissionRequest};
+use c2c_bridge::policy::guardrail::{self, FsProbe, Node, PathContext, PermissionRequest};
 
+/// A probe that answers without system calls (every path is an existing directory, nothing
+/// is a symlink): separates the guardrail's own work from its `lstat`/`readlink` calls.
 struct LexicalFs;
 impl FsProbe for LexicalFs {
-    fn canonicalize(&self, p: &Path) -> Option<PathBuf> {
-        Some(p.to_path_buf())
+    fn lstat(&self, _: &Path) -> Node {
+        Node::Dir
     }
     fn read_link(&self, _: &Path) -> Option<PathBuf> {
         None
     }
-    fn is_dir(&self, _: &Path) -> bool {
-        false
+    fn read_dir(&self, _: &Path) -> Option<Vec<(std::ffi::OsString, Node)>> {
+        Some(Vec::new())
     }
 }
 
@@ -31,12 +33,8 @@ fn main() {
     let home = std::env::var_os("HOME")
         .map(PathBuf::from)
         .unwrap_or_else(|| PathBuf::from("/root"));
-    let ctx = PathContext {
-        cwd: here.join("src"),
-        worktree: here.clone(),
-        home,
-    };
-    let cmd = "cd src && cargo build --release 2>&1 | tee ../build.log && ls -la";
+    let ctx = PathContext::new(here.clone(), here.clone(), home);
+    let cmd = "cd src && grep -n fn lib.rs | head -5 > ../build.log 2>&1 && ls -la";
     let bash: PermissionRequest = serde_json::from_value(serde_json::json!({
         "permission": "bash", "command": cmd, "patterns": [cmd], "args": {"command": cmd}
     }))

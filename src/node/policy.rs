@@ -139,6 +139,11 @@ impl JsPermissionGate {
         let audit_path = audit
             .as_ref()
             .map(|a| a.path().to_string_lossy().into_owned());
+        let protected_roots = engine::protected_broker_roots(
+            options.broker_root.as_deref().map(std::path::Path::new),
+            &crate::store::root::RootEnv::from_process(),
+            &directory,
+        );
         let inner = engine::PermissionGate::new(GateConfig {
             peer_permissions: options.peer_permissions,
             env_peer_permissions: match &options.env {
@@ -152,6 +157,7 @@ impl JsPermissionGate {
             directory,
             home: PathBuf::from(home),
             audit,
+            protected_roots,
             limits: Limits {
                 instance_started_ms: Some(started),
                 ..Limits::default()

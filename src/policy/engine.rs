@@ -71,6 +71,9 @@ pub struct GateConfig {
     pub home: PathBuf,
     /// Where `permission_decision` lines go; `None`: nowhere.
     pub audit: Option<AuditLog>,
+    /// Broker roots the guardrail protects besides the ones it knows by name (`~/.c2c`,
+    /// `$XDG_STATE_HOME/c2c`): see [`protected_broker_roots`].
+    pub protected_roots: Vec<PathBuf>,
     /// Bounds of the turn index. Set `instance_started_ms` to when the plugin instance
     /// started (epoch ms).
     pub limits: Limits,
@@ -184,6 +187,34 @@ pub fn audit_log_for(root: Option<PathBuf>, directory: &std::path::Path) -> Resu
     let (path, source) = resolve_path(root.as_deref(), &RootEnv::from_process(), directory)?;
     let root = BrokerRoot::open(&path, source)?;
     Ok(AuditLog::new(root.log()))
+}
+
+/// The broker roots a gate for `directory` protects: the root `explicit` (option
+/// `brokerRoot`) or c2c's resolution of it ([`crate::store::root::resolve_path`]), plus every
+/// root the environment names (`C2C_MCP_BROKER_ROOT`, `$C2C_STATE_HOME/c2c`,
+/// `$XDG_STATE_HOME/c2c`), so a peer-triggered turn never writes broker state whichever root a
+/// c2c peer uses. Resolution errors simply add nothing.
+pub fn protected_broker_roots(
+    explicit: Option<&std::path::Path>,
+    env: &crate::store::root::RootEnv,
+    directory: &std::path::Path,
+) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    if let Ok((p, _)) = crate::store::root::resolve_path(explicit, env, directory) {
+        out.push(p);
+    }
+    if let Some(r) = &env.broker_root {
+        out.push(PathBuf::from(r));
+    }
+    for base in [&env.c2c_state_home, &env.xdg_state_home]
+        .into_iter()
+        .flatten()
+    {
+        out.push(PathBuf::from(base).join("c2c"));
+    }
+    out.retain(|p| p.is_absolute());
+    out.dedup();
+    out
 }
 
 impl From<super::InvalidSetting> for Error {
@@ -321,7 +352,10 @@ impl PermissionGate {
             answered: AnsweredSet::default(),
             mode,
             mode_source,
-            paths: PathContext::new(config.directory, config.worktree, config.home),
+            paths: config.protected_roots.into_iter().fold(
+                PathContext::new(config.directory, config.worktree, config.home),
+                PathContext::with_protected_root,
+            ),
             audit: config.audit,
             tool_inputs: BoundedMap::default(),
             args_asked: AnsweredSet::new(ARGS_ASKED_KEPT),

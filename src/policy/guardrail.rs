@@ -437,6 +437,11 @@ struct Checker<'a> {
     path_verdict: Option<Option<String>>,
     // --- per analysed command
     cwds: Vec<Cwd>,
+    /// Working directories in effect only if a `cd` of the current `&&` chain failed: they
+    /// rejoin [`Checker::cwds`] at the next `;`, newline or `||`.
+    fail_cwds: Vec<Cwd>,
+    /// Source text of every simple command analysed (for `patterns`).
+    covered: Vec<String>,
     vars: HashMap<String, String>,
     /// Physical paths `cp`/`mv` created or replaced earlier in this command (they may be
     /// symlinks now): a later path through one is left.
@@ -456,6 +461,8 @@ impl<'a> Checker<'a> {
             protected: Vec::new(),
             path_verdict: None,
             cwds: Vec::new(),
+            fail_cwds: Vec::new(),
+            covered: Vec::new(),
             vars: HashMap::new(),
             tainted: Vec::new(),
             origin: "",
@@ -479,9 +486,7 @@ impl<'a> Checker<'a> {
             let too_wide = p.is_empty()
                 || starts_with(&c.home, &p)
                 || home_phys.as_ref().is_some_and(|h| starts_with(h, &p))
-                || c.protected
-                    .iter()
-                    .any(|pr| starts_with(pr, &p) || starts_with(&p, pr))
+                || c.protected.iter().any(|pr| starts_with(&p, pr))
                 || categorize(&norm(&p)).is_some();
             if !too_wide && !c.write_roots.contains(&p) {
                 c.write_roots.push(p);
@@ -720,7 +725,7 @@ impl<'a> Checker<'a> {
                     .any(|r| starts_with(comps, r) && (!strict || comps.len() > r.len()));
                 if !inside {
                     return Err(self.hit(format!(
-                        "{what} {}: outside the project",
+                        "{what} writes {}: outside the project",
                         self.display(comps)
                     )));
                 }
@@ -801,9 +806,13 @@ impl<'a> Checker<'a> {
                 if args.get("command").is_some_and(|c| !c.is_string()) {
                     return Err(unproven("bash: the command argument is not a string"));
                 }
-                cmds.extend(req.patterns.iter().map(String::as_str));
-                cmds.extend(req.resources.iter().map(String::as_str));
-                if cmds.is_empty() {
+                let patterns: Vec<&str> = req
+                    .patterns
+                    .iter()
+                    .chain(&req.resources)
+                    .map(String::as_str)
+                    .collect();
+                if cmds.is_empty() && patterns.is_empty() {
                     return Err(unproven("bash: no command to analyse"));
                 }
                 let workdir = match args.get("workdir") {
@@ -813,16 +822,25 @@ impl<'a> Checker<'a> {
                 };
                 let start = self.start_cwd(workdir)?;
                 let mut done: Vec<&str> = Vec::new();
+                self.origin = "bash";
                 for cmd in cmds {
-                    if done.contains(&cmd) {
-                        continue;
+                    if !done.contains(&cmd) {
+                        done.push(cmd);
+                        self.command(cmd, &start)?;
                     }
-                    done.push(cmd);
-                    self.cwds = vec![start.clone()];
-                    self.vars.clear();
-                    self.tainted.clear();
-                    self.origin = "bash";
-                    self.command(cmd)?;
+                }
+                // OpenCode's patterns are its own parser's simple commands: one that is the
+                // text (or a leading part) of a simple command analysed above is covered;
+                // any other is analysed on its own (it may be a command our parse did not see).
+                for p in patterns {
+                    let p = p.trim_end_matches('*').trim_end();
+                    let covered = self.covered.iter().any(|c| {
+                        c == p || (c.starts_with(p) && c[p.len()..].starts_with([' ', '\t']))
+                    });
+                    if !covered && !done.contains(&p) {
+                        done.push(p);
+                        self.command(p, &start)?;
+                    }
                 }
                 Ok(())
             }
@@ -959,16 +977,27 @@ impl<'a> Checker<'a> {
     // -----------------------------------------------------------------------------------------
     // Shell
 
-    fn command(&mut self, text: &str) -> Result<(), Hit> {
+    /// Analyses one command text run from `start`.
+    fn command(&mut self, text: &str, start: &Cwd) -> Result<(), Hit> {
+        self.cwds = vec![start.clone()];
+        self.fail_cwds.clear();
+        self.vars.clear();
+        self.tainted.clear();
         let script =
             parse::parse(text).map_err(|u| self.hit(format!("{} at byte {}", u.what, u.at)))?;
-        if script.pipelines.is_empty() {
-            return Ok(());
-        }
         for pl in &script.pipelines {
+            if pl.sep != Sep::And {
+                // After `;`/newline or `||`, a failed `cd` of the chain before may be in effect.
+                for c in std::mem::take(&mut self.fail_cwds) {
+                    if !self.cwds.contains(&c) {
+                        self.cwds.push(c);
+                    }
+                }
+            }
             let in_pipeline = pl.cmds.len() > 1;
             let conditional = pl.sep != Sep::Seq;
             for cmd in &pl.cmds {
+                self.covered.push(text[cmd.at..cmd.end].to_string());
                 self.simple(cmd, in_pipeline, conditional)?;
             }
         }
@@ -1372,7 +1401,7 @@ impl<'a> Checker<'a> {
             return Err(self.hit(format!("cd {target} with CDPATH set")));
         }
         let olds = self.cwds.clone();
-        let mut news = olds.clone();
+        let mut news: Vec<Cwd> = Vec::new();
         for c in &olds {
             let logical = lexfold(&c.logical, &target);
             let candidates = [
@@ -1395,7 +1424,12 @@ impl<'a> Checker<'a> {
                 }
             }
         }
-        if news.len() > MAX_CWDS {
+        for o in olds {
+            if !self.fail_cwds.contains(&o) {
+                self.fail_cwds.push(o);
+            }
+        }
+        if news.len() + self.fail_cwds.len() > MAX_CWDS {
             return Err(self.hit("too many possible working directories"));
         }
         self.cwds = news;

@@ -32,6 +32,7 @@ fn fixture_with(
         worktree: project,
         home,
         audit: Some(AuditLog::new(log.clone())),
+        protected_roots: Vec::new(),
         limits: Limits {
             instance_started_ms: started,
             ..Limits::default()
@@ -659,4 +660,58 @@ fn times_as_floats_are_read() {
     assert_eq!(d.action, Action::Once, "{d:?}");
     assert_eq!(ms(Some(&json!(f64::NAN))), None);
     assert_eq!(ms(Some(&json!("12"))), None);
+}
+
+#[test]
+fn unproven_requests_are_left_and_the_log_says_why() {
+    let mut f = fixture("allow");
+    turn(&mut f.gate, "ses_1", true, "make install");
+    let d = decide(
+        &mut f.gate,
+        PermissionEventKind::Asked,
+        "per_1",
+        "ses_1",
+        "make install",
+    );
+    assert_eq!(d.action, Action::Leave);
+    assert_eq!(d.category, Some("unproven"));
+    let lines = log_lines(&f);
+    assert_eq!(lines[0]["reason"], "peer-turn/allow/guardrail");
+    assert_eq!(
+        lines[0]["guardrailReason"],
+        "bash: unmodeled program \"make\""
+    );
+}
+
+#[test]
+fn the_configured_broker_root_is_protected() {
+    let dir = tempfile::tempdir().unwrap();
+    let project = dir.path().join("project");
+    let root = project.join("broker");
+    std::fs::create_dir_all(&root).unwrap();
+    let env = crate::store::root::RootEnv {
+        broker_root: Some(dir.path().join("env-root").to_string_lossy().into()),
+        ..Default::default()
+    };
+    let roots = super::protected_broker_roots(Some(&root), &env, &project);
+    assert_eq!(roots, vec![root.clone(), dir.path().join("env-root")]);
+    let mut gate = PermissionGate::new(GateConfig {
+        peer_permissions: Some("allow".into()),
+        env_peer_permissions: None,
+        directory: project.clone(),
+        worktree: project,
+        home: dir.path().join("home"),
+        audit: None,
+        protected_roots: roots,
+        limits: Limits {
+            instance_started_ms: Some(0),
+            ..Limits::default()
+        },
+    })
+    .unwrap();
+    let cmd = "echo x > broker/registry.json";
+    turn(&mut gate, "ses_1", true, cmd);
+    let d = decide(&mut gate, PermissionEventKind::Asked, "per_1", "ses_1", cmd);
+    assert_eq!(d.action, Action::Leave);
+    assert_eq!(d.category, Some("broker-state"));
 }

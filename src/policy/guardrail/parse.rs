@@ -83,6 +83,8 @@ pub(crate) struct Simple {
     pub redirs: Vec<Redir>,
     /// Byte offset of the command.
     pub at: usize,
+    /// Byte offset just past its last word or redirection.
+    pub end: usize,
 }
 
 /// How a pipeline is joined to the one before it.
@@ -318,6 +320,11 @@ impl Lexer<'_> {
                     parts.push(p);
                 }
                 '`' => return Err(un("command substitution with backticks", here)),
+                // A word that is just `[` is `test`'s other name, not a bracket expression.
+                '[' if first && self.src[here + 1..].chars().next().is_none_or(is_meta) => {
+                    self.i += 1;
+                    lit.push('[');
+                }
                 '*' | '?' | '[' => return Err(un(format!("glob `{c}`"), here)),
                 '{' | '}' => return Err(un(format!("brace `{c}`"), here)),
                 '!' => return Err(un("`!` (history expansion or negation)", here)),
@@ -510,6 +517,7 @@ pub(crate) fn parse(src: &str) -> Result<Script, Unmodeled> {
                 let r = lx.redirection()?;
                 mark_start(&mut cur, &mut started, &mut pending, at);
                 cur.redirs.push(r);
+                cur.end = lx.i;
             }
             '&' => return Err(un("background `&`", at)),
             '(' | ')' => return Err(un(format!("subshell or grouping `{c}`"), at)),
@@ -517,6 +525,7 @@ pub(crate) fn parse(src: &str) -> Result<Script, Unmodeled> {
                 let r = lx.redirection()?;
                 mark_start(&mut cur, &mut started, &mut pending, at);
                 cur.redirs.push(r);
+                cur.end = lx.i;
             }
             _ => {
                 // An fd number directly before a redirection operator.
@@ -526,6 +535,7 @@ pub(crate) fn parse(src: &str) -> Result<Script, Unmodeled> {
                     let r = lx.redirection()?;
                     mark_start(&mut cur, &mut started, &mut pending, at);
                     cur.redirs.push(r);
+                    cur.end = lx.i;
                     continue;
                 }
                 if cur.words.is_empty() {
@@ -541,12 +551,14 @@ pub(crate) fn parse(src: &str) -> Result<Script, Unmodeled> {
                         };
                         mark_start(&mut cur, &mut started, &mut pending, at);
                         cur.assigns.push((name, value));
+                        cur.end = lx.i;
                         continue;
                     }
                 }
                 let w = lx.word()?;
                 mark_start(&mut cur, &mut started, &mut pending, at);
                 cur.words.push(w);
+                cur.end = lx.i;
             }
         }
     }
