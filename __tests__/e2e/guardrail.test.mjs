@@ -103,6 +103,9 @@ describe('guardrail fails closed in real OpenCode (issue 10)', () => {
     expect((await s.c.permissions()).map((p) => p.id)).toContain(id);
     const line = decision(id);
     expect(line).toMatchObject({ provenance: 'peer', decision: 'leave' });
+    // The decision log says why (issue 10: "the decision log says why").
+    expect(typeof line.guardrailReason).toBe('string');
+    expect(line.guardrailReason.length).toBeGreaterThan(0);
     await s.c.replyPermission(id, 'reject');
     await s.events.waitFor(repliedTo(id), { timeoutMs: 10_000 });
     await s.c.waitIdle(s.sid);
@@ -123,14 +126,14 @@ describe('guardrail fails closed in real OpenCode (issue 10)', () => {
   test('a peer-triggered python3 -c stays pending (unmodeled interpreter)', async () => {
     const { s, asked } = await peerRuns(`python3 -c "open('x','w')"`);
     const line = await expectLeft(s, asked.properties.id);
-    console.log('python3 -c left:', line.reason ?? line);
+    console.log('python3 -c left:', line.guardrailReason);
     expect(fs.existsSync(path.join(oc.projectDir, 'x'))).toBe(false);
   });
 
   test('a peer-triggered parser-desync command stays pending and ~/.bashrc is unchanged', async () => {
     const { s, asked } = await peerRuns(`echo hi #'\necho x >> ~/.bashrc\n#'`);
     const line = await expectLeft(s, asked.properties.id);
-    console.log('parser desync left:', line.reason ?? line);
+    console.log('parser desync left:', line.guardrailReason);
     expect(fs.readFileSync(bashrc, 'utf8')).toBe('# bashrc\n');
   });
 
