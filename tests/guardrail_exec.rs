@@ -5,7 +5,10 @@
 //!
 //! The protected list is the test's own (`guardrail_support::Sandbox::protected_paths`), not
 //! the engine's. Each case is drawn from its own xorshift stream (seed, case index), so one case
-//! replays alone.
+//! replays alone. The sandbox is restored to its planted state (by manifest: only what changed)
+//! after every executed command. The test prints how many commands were approved and executed,
+//! how many left, and the most common reasons for leaving: a generator whose commands are all
+//! left would prove nothing.
 //!
 //! - `C2C_GUARD_EXEC_CASES` (default 3000): how many commands to generate.
 //! - `C2C_GUARD_EXEC_SEED` (default fixed): the seed; printed on failure.
@@ -193,7 +196,8 @@ impl Gen {
         self.pick(&["644", "755", "+x", "u+w", "a+w", "000", "go-r"])
     }
 
-    /// One simple command from the program table: (argv text, reads stdin).
+    /// One simple command: a program with flags (separate, combined, attached values) and
+    /// paths drawn from the pools above.
     fn simple(&mut self) -> String {
         let f = self.file();
         let g = self.file();
@@ -393,7 +397,7 @@ impl Gen {
     }
 
     /// A gadget: make git take its configuration from a project directory (`.git/commondir`,
-    /// `config.worktree`, a submodule's config), then run git (G2 finding 2).
+    /// `config.worktree`), then run git (G2 finding 2).
     fn git_config_gadget(&mut self) -> String {
         let dir = self.pick(&["tmp/evil", "build/r", "docs/x"]);
         let hook = self.pick(&["echo pwned >> ~/.bashrc", "touch .git/hooks/pre-commit"]);
