@@ -431,6 +431,36 @@ impl Gen {
         s
     }
 
+    /// A path as a model hands it to OpenCode's write tool: literal (no shell syntax), relative
+    /// or absolute, through missing directories, `..` and the planted links.
+    fn tool_path(&mut self) -> String {
+        const SHELLY: &[char] = &['$', '"', '\'', '*', '?', '{', '\\', '[', ' '];
+        let base = loop {
+            let f = self.file();
+            if !f.contains(SHELLY) {
+                break f;
+            }
+        };
+        let base = match base.strip_prefix("~/") {
+            Some(rest) => format!("@H@/{rest}"),
+            None => base,
+        };
+        if base.starts_with('@') || base.starts_with('/') {
+            return base;
+        }
+        let prefix = self.pick(&[
+            "",
+            "",
+            "./",
+            "@P@/",
+            "x/../",
+            "x/y/../../",
+            "@P@/x/../",
+            "tmp/../",
+        ]);
+        format!("{prefix}{base}")
+    }
+
     fn workdir(&mut self) -> Option<&'static str> {
         if self.chance(85) {
             None
@@ -536,8 +566,21 @@ fn sandbox() -> Sandbox {
     sb
 }
 
+/// What a case is: a bash tool call, or a write-tool call (run as OpenCode's write tool does it
+/// under Bun: create the parent directories of the path as given, then write through it).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Mode {
+    Bash,
+    ToolWrite,
+}
+
+/// `s` single-quoted for bash.
+fn quote(s: &str) -> String {
+    format!("'{}'", s.replace('\'', "'\\''"))
+}
+
 /// Checks, and runs when approved, the cases `cases` in a sandbox of its own.
-fn worker(seed: u64, cases: impl Iterator<Item = u64>, verbose: bool) -> Tally {
+fn worker(mode: Mode, seed: u64, cases: impl Iterator<Item = u64>, verbose: bool) -> Tally {
     let sb = sandbox();
     let clean = sb.snapshot();
     // The whole tree as planted: after each execution it is restored to exactly this.
@@ -546,10 +589,23 @@ fn worker(seed: u64, cases: impl Iterator<Item = u64>, verbose: bool) -> Tally {
     let mut dirty = false;
     for i in cases {
         let mut g = Gen::new(seed, i);
-        let template = g.command();
-        let cmd = sb.subst(&template);
-        let wd_template = g.workdir();
+        let (template, wd_template) = match mode {
+            Mode::Bash => (g.command(), g.workdir()),
+            Mode::ToolWrite => (g.tool_path(), None),
+        };
         let workdir = wd_template.map(|w| sb.subst(w));
+        let (req, cmd) = match mode {
+            Mode::Bash => {
+                let cmd = sb.subst(&template);
+                (bash_request(&cmd, workdir.as_deref()), cmd)
+            }
+            Mode::ToolWrite => {
+                let raw = sb.subst(&template);
+                let fp = quote(&sb.tool_filepath(&raw));
+                let run = format!("mkdir -p -- \"$(dirname -- {fp})\" && printf 'pwned\\n' > {fp}");
+                (sb.edit_request(&raw, true), run)
+            }
+        };
         let clock = std::time::Instant::now();
         if dirty {
             restore(&sb.root, &pristine);
@@ -561,7 +617,7 @@ fn worker(seed: u64, cases: impl Iterator<Item = u64>, verbose: bool) -> Tally {
         }
         t.spent[0] += clock.elapsed();
         let clock = std::time::Instant::now();
-        let verdict = check(&bash_request(&cmd, workdir.as_deref()), &sb.ctx());
+        let verdict = check(&req, &sb.ctx());
         t.spent[1] += clock.elapsed();
         if verbose {
             println!("case {i}: {cmd:?} workdir={workdir:?}\n  verdict: {verdict:?}");
@@ -600,7 +656,7 @@ fn worker(seed: u64, cases: impl Iterator<Item = u64>, verbose: bool) -> Tally {
             }
             let root = sb.root.display().to_string();
             t.failures.push(format!(
-                "case {i} (seed {seed:#x}): APPROVED and changed protected places\n  command: {template:?}\n  workdir: {wd_template:?}\n  bash: {status}\n  changed (@R@ = sandbox root):\n    {}",
+                "{mode:?} case {i} (seed {seed:#x}): APPROVED and changed protected places\n  command: {template:?}\n  workdir: {wd_template:?}\n  bash: {status}\n  changed (@R@ = sandbox root):\n    {}",
                 changes.join("\n    ").replace(&root, "@R@")
             ));
         }
@@ -610,7 +666,17 @@ fn worker(seed: u64, cases: impl Iterator<Item = u64>, verbose: bool) -> Tally {
 
 #[test]
 fn approved_generated_commands_change_no_protected_place() {
-    let cases = env_u64("C2C_GUARD_EXEC_CASES", 3000);
+    suite(Mode::Bash, env_u64("C2C_GUARD_EXEC_CASES", 3000));
+}
+
+/// The same proof for OpenCode's write tool (G2 finding 1 came from its path handling): a
+/// sixth as many cases as for bash.
+#[test]
+fn approved_generated_tool_writes_change_no_protected_place() {
+    suite(Mode::ToolWrite, env_u64("C2C_GUARD_EXEC_CASES", 3000) / 6);
+}
+
+fn suite(mode: Mode, cases: u64) {
     let seed = env_u64("C2C_GUARD_EXEC_SEED", 0x6732_7072_6f6f_6621);
     let only = std::env::var("C2C_GUARD_EXEC_ONLY")
         .ok()
@@ -619,10 +685,12 @@ fn approved_generated_commands_change_no_protected_place() {
         .map_or(1, |n| n.get())
         .clamp(1, 4) as u64;
     let tallies: Vec<Tally> = match only {
-        Some(i) => vec![worker(seed, std::iter::once(i), true)],
+        Some(i) => vec![worker(mode, seed, std::iter::once(i), true)],
         None => std::thread::scope(|s| {
             let handles: Vec<_> = (0..jobs)
-                .map(|j| s.spawn(move || worker(seed, (j..cases).step_by(jobs as usize), false)))
+                .map(|j| {
+                    s.spawn(move || worker(mode, seed, (j..cases).step_by(jobs as usize), false))
+                })
                 .collect();
             handles.into_iter().map(|h| h.join().unwrap()).collect()
         }),
@@ -641,19 +709,19 @@ fn approved_generated_commands_change_no_protected_place() {
         }
     }
     println!(
-        "guardrail exec: seed {seed:#x}, {} cases, {} approved and executed, {} left to the prompt, {} changed a protected place",
+        "guardrail exec ({mode:?}): seed {seed:#x}, {} cases, {} approved and executed, {} left to the prompt, {} changed a protected place",
         all.approved + all.left,
         all.approved,
         all.left,
         all.failed
     );
     println!(
-        "guardrail exec: time (summed over {jobs} workers) in reset {:?}, check {:?}, snapshots {:?}, execution {:?}",
+        "guardrail exec ({mode:?}): time (summed over {jobs} workers) in reset {:?}, check {:?}, snapshots {:?}, execution {:?}",
         all.spent[0], all.spent[1], all.spent[2], all.spent[3]
     );
     let mut reasons: Vec<_> = all.reasons.into_iter().collect();
     reasons.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
-    println!("guardrail exec: most common reasons for leaving:");
+    println!("guardrail exec ({mode:?}): most common reasons for leaving:");
     for (r, n) in reasons.iter().take(15) {
         println!("  {n:>5}  {r}");
     }
