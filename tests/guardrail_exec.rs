@@ -1,7 +1,10 @@
 //! Issue 10, proof by execution: commands generated from a bash grammar and a broad list of
 //! programs are checked by the guardrail; every one it approves ("once") is RUN with bash in a
 //! throwaway HOME and project, and no protected file or directory of that sandbox may change
-//! (content, mode, owner, symlink target, new or removed entries).
+//! (content, mode, owner, symlink target, new or removed entries). A second test does the same
+//! for write-tool requests (paths through missing directories, `..` and links), executed the way
+//! OpenCode's write tool behaves under Bun: parent directories created from the path as given,
+//! then the file written through it.
 //!
 //! The protected list is the test's own (`guardrail_support::Sandbox::protected_paths`), not
 //! the engine's. Each case is drawn from its own xorshift stream (seed, case index), so one case
