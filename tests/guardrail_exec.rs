@@ -1,7 +1,9 @@
 //! Issue 10, proof by execution: commands generated from a bash grammar and a broad list of
 //! programs are checked by the guardrail; every one it approves ("once") is RUN with bash in a
 //! throwaway HOME and project, and no protected file or directory of that sandbox may change
-//! (content, mode, owner, symlink target, new or removed entries). A second test does the same
+//! (content, mode, owner, symlink target, new or removed entries), and no credential may be
+//! read: each planted credential holds a canary string, which must appear neither in the
+//! command's output nor in any other file afterwards. A second test does the same
 //! for write-tool requests (paths through missing directories, `..` and links), executed the way
 //! OpenCode's write tool behaves under Bun: parent directories created from the path as given,
 //! then the file written through it.
@@ -31,7 +33,7 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 
 use c2c_bridge::policy::guardrail::check;
-use guardrail_support::{bash_request, diff, manifest, restore, xorshift, Sandbox};
+use guardrail_support::{bash_request, diff, manifest, restore, xorshift, Sandbox, CANARY};
 
 /// The unprivileged uid/gid commands run as when the test runs as root.
 const NOBODY: u32 = 65534;
@@ -507,8 +509,9 @@ fn prepare(sb: &Sandbox) {
     }
 }
 
-/// Runs `cmd` as described in the module doc; returns bash's exit status text.
-fn run(sb: &Sandbox, cmd: &str, workdir: &Path) -> String {
+/// Runs `cmd` as described in the module doc; returns bash's exit status and stderr (short),
+/// and whether its output (stdout or stderr) held a credential's canary.
+fn run(sb: &Sandbox, cmd: &str, workdir: &Path) -> (String, bool) {
     let mut c = Command::new("timeout");
     c.args(["-s", "KILL", "5"]);
     if is_root() {
@@ -529,10 +532,14 @@ fn run(sb: &Sandbox, cmd: &str, workdir: &Path) -> String {
         .env("LANG", "C.UTF-8")
         .current_dir(workdir)
         .stdin(Stdio::null())
-        .stdout(Stdio::null())
+        .stdout(Stdio::piped())
         .stderr(Stdio::piped());
     let out = c.output().expect("spawn timeout/setpriv/bash");
-    format!(
+    let canary = CANARY.as_bytes();
+    let leaked = [&out.stdout, &out.stderr]
+        .iter()
+        .any(|o| o.windows(canary.len()).any(|w| w == canary));
+    let text = format!(
         "{} {}",
         out.status,
         String::from_utf8_lossy(&out.stderr)
@@ -540,7 +547,8 @@ fn run(sb: &Sandbox, cmd: &str, workdir: &Path) -> String {
             .chars()
             .take(300)
             .collect::<String>()
-    )
+    );
+    (text, leaked)
 }
 
 /// What one worker saw.
@@ -643,11 +651,20 @@ fn worker(mode: Mode, seed: u64, cases: impl Iterator<Item = u64>, verbose: bool
             .map(Into::into)
             .unwrap_or_else(|| sb.project.clone());
         let clock = std::time::Instant::now();
-        let status = run(&sb, &cmd, &wd);
+        let (status, leaked) = run(&sb, &cmd, &wd);
         t.spent[3] += clock.elapsed();
         dirty = true;
         let clock = std::time::Instant::now();
-        let changes = diff(&before, &sb.snapshot());
+        let mut changes = diff(&before, &sb.snapshot());
+        if leaked {
+            changes.push("its output holds a credential's content (canary)".into());
+        }
+        for p in sb.canary_copies() {
+            changes.push(format!(
+                "{}: holds a copy of a credential (canary)",
+                p.display()
+            ));
+        }
         t.spent[2] += clock.elapsed();
         if verbose {
             println!("  ran: {status}\n  changes: {changes:#?}");
@@ -742,4 +759,37 @@ fn suite(mode: Mode, cases: u64) {
         "replay one case with C2C_GUARD_EXEC_SEED={seed:#x} C2C_GUARD_EXEC_ONLY=<case>\n{}",
         all.failures.join("\n")
     );
+}
+
+/// The oracle itself: known-bad commands, run WITHOUT asking the engine, must each be seen
+/// (a change to a protected place, a credential in the output, or a credential copied). An
+/// oracle that sees nothing would make the proof above vacuous.
+#[test]
+fn the_oracle_sees_protected_writes_and_credential_reads() {
+    let sb = sandbox();
+    let clean = sb.snapshot();
+    let pristine = manifest(&sb.root);
+    for cmd in [
+        "echo x >> ~/.bashrc",
+        "touch .git/hooks/pre-commit",
+        "chmod 600 .git/config",
+        "rm -rf lnk_ssh/",
+        "echo x > lnk_obj/../config",
+        "echo '[Service]' > ~/.config/systemd/user/x.service",
+        "ln -sf /dev/null ~/.profile",
+        "mkdir .opencode/plugin",
+        "cat ~/.ssh/id_ed25519",
+        "head -c 200 .env >&2",
+        "cp ~/.aws/credentials tmp/x",
+    ] {
+        restore(&sb.root, &pristine);
+        if is_root() {
+            chown_tree(&sb.root);
+        }
+        assert_eq!(sb.snapshot(), clean, "sandbox not restored before {cmd:?}");
+        let (status, leaked) = run(&sb, cmd, &sb.project);
+        let seen =
+            !diff(&clean, &sb.snapshot()).is_empty() || leaked || !sb.canary_copies().is_empty();
+        assert!(seen, "the oracle missed {cmd:?} ({status})");
+    }
 }

@@ -24,7 +24,8 @@ mod testutil;
 pub(crate) use testutil::xorshift;
 
 /// Files planted in the throwaway HOME (path relative to HOME, content). Directories are made
-/// as needed. Every one of them is protected.
+/// as needed. Every one of them is protected. Credentials hold a [`CANARY`] string, so a
+/// command that reads one and prints or copies it is seen.
 pub const HOME_FILES: &[(&str, &str)] = &[
     (".bashrc", "# bashrc\n"),
     (".bash_profile", "# bash_profile\n"),
@@ -36,27 +37,36 @@ pub const HOME_FILES: &[(&str, &str)] = &[
     (".ssh/authorized_keys", "ssh-ed25519 AAAA user@host\n"),
     (
         ".ssh/id_ed25519",
-        "-----BEGIN OPENSSH PRIVATE KEY-----\nsecret\n",
+        "-----BEGIN OPENSSH PRIVATE KEY-----\nCANARY-CRED-ssh-key\n",
     ),
     (".ssh/id_ed25519.pub", "ssh-ed25519 AAAA user@host\n"),
     (".ssh/config", "Host *\n"),
     (".ssh/known_hosts", "host ssh-ed25519 AAAA\n"),
     (".gitconfig", "[user]\n\tname = u\n"),
-    (".git-credentials", "https://u:token@example.invalid\n"),
-    (".netrc", "machine example.invalid login u password p\n"),
-    (".npmrc", "//registry.invalid/:_authToken=secret\n"),
-    (".pypirc", "[pypi]\npassword = secret\n"),
-    (".yarnrc.yml", "npmAuthToken: secret\n"),
+    (
+        ".git-credentials",
+        "https://u:CANARY-CRED-git-credentials@example.invalid\n",
+    ),
+    (
+        ".netrc",
+        "machine example.invalid login u password CANARY-CRED-netrc\n",
+    ),
+    (
+        ".npmrc",
+        "//registry.invalid/:_authToken=CANARY-CRED-npmrc\n",
+    ),
+    (".pypirc", "[pypi]\npassword = CANARY-CRED-pypirc\n"),
+    (".yarnrc.yml", "npmAuthToken: CANARY-CRED-yarnrc\n"),
     (
         ".aws/credentials",
-        "[default]\naws_secret_access_key = secret\n",
+        "[default]\naws_secret_access_key = CANARY-CRED-aws\n",
     ),
     (".kube/config", "apiVersion: v1\n"),
     (".docker/config.json", "{\"auths\":{}}\n"),
     (".gnupg/pubring.kbx", "gpg\n"),
     (
         ".cargo/credentials.toml",
-        "[registry]\ntoken = \"secret\"\n",
+        "[registry]\ntoken = \"CANARY-CRED-cargo\"\n",
     ),
     (".claude.json", "{}\n"),
     (".claude/settings.json", "{}\n"),
@@ -65,7 +75,7 @@ pub const HOME_FILES: &[(&str, &str)] = &[
     (".config/fish/config.fish", "# fish\n"),
     (
         ".config/gh/hosts.yml",
-        "github.com:\n  oauth_token: secret\n",
+        "github.com:\n  oauth_token: CANARY-CRED-gh\n",
     ),
     (".config/pip/pip.conf", "[global]\n"),
     (".config/systemd/user/existing.service", "[Service]\n"),
@@ -73,11 +83,14 @@ pub const HOME_FILES: &[(&str, &str)] = &[
     (".local/share/systemd/user/existing.timer", "[Timer]\n"),
     (
         ".local/share/opencode/auth.json",
-        "{\"token\":\"secret\"}\n",
+        "{\"token\":\"CANARY-CRED-opencode-auth\"}\n",
     ),
     (".c2c/registry.json", "{}\n"),
     (".c2c/approval-verdict/keep", "x\n"),
 ];
+
+/// The marker in every planted credential's content.
+pub const CANARY: &str = "CANARY-CRED-";
 
 /// Protected names in HOME that do not exist in the sandbox but must not appear either.
 pub const HOME_ABSENT: &[&str] = &[
@@ -128,8 +141,8 @@ pub const PROJECT_PROTECTED_FILES: &[(&str, &str)] = &[
     ("opencode.json", "{\"permission\":{}}\n"),
     (".opencode/agent/build.md", "agent\n"),
     (".claude/settings.json", "{}\n"),
-    (".env", "SECRET=1\n"),
-    (".env.local", "SECRET=2\n"),
+    (".env", "SECRET=CANARY-CRED-dotenv\n"),
+    (".env.local", "SECRET=CANARY-CRED-dotenv-local\n"),
     (".envrc", "export X=1\n"),
     (".husky/pre-commit", "#!/bin/sh\n"),
     (".git/config", "[core]\n\trepositoryformatversion = 0\n"),
@@ -316,6 +329,34 @@ impl Sandbox {
         v.sort();
         v.dedup();
         v
+    }
+
+    /// Files outside the planted credentials that hold a credential's [`CANARY`] (a copy or
+    /// move of a secret into a readable place).
+    pub fn canary_copies(&self) -> Vec<PathBuf> {
+        let planted: Vec<PathBuf> = HOME_FILES
+            .iter()
+            .map(|(p, _)| self.home.join(p))
+            .chain(
+                PROJECT_PROTECTED_FILES
+                    .iter()
+                    .map(|(p, _)| self.project.join(p)),
+            )
+            .collect();
+        manifest(&self.root)
+            .into_iter()
+            .filter_map(|(rel, item)| match item {
+                Item::File(_, _, _, content)
+                    if content
+                        .windows(CANARY.len())
+                        .any(|w| w == CANARY.as_bytes()) =>
+                {
+                    Some(self.root.join(rel))
+                }
+                _ => None,
+            })
+            .filter(|p| !planted.contains(p))
+            .collect()
     }
 
     /// A snapshot of every protected place: lstat kind, mode, owner, content, link target,
