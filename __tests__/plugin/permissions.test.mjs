@@ -182,7 +182,7 @@ describe('PermissionHandler with the Rust gate', () => {
       const command = 'git config --global core.pager "sh -c x"';
       for (const e of turnEvents('ses_1', { peer: true, command })) gate.observe(e);
       const d = await handler.handle(asked('per_1', 'ses_1', command));
-      expect(d).toMatchObject({ action: 'leave', category: 'git-config' });
+      expect(d).toMatchObject({ action: 'leave', category: 'unproven' });
       expect(replies(calls)).toEqual([]);
       expect(logs.some(([, m]) => m.includes('left to the prompt'))).toBe(true);
     }

@@ -47,6 +47,7 @@ mod names;
 pub(crate) mod parse;
 pub(crate) mod programs;
 
+use std::cell::RefCell;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
@@ -154,6 +155,24 @@ pub struct PathContext {
     /// to, makes every non-builtin program unproven (it could be a planted file). Default:
     /// the process's `PATH`.
     pub path_env: Option<String>,
+    /// Whether `path_env` can be trusted (worked out on first use: it needs path resolution
+    /// of every entry, and neither `PATH` nor where its entries lead can be changed by an
+    /// approved request, which never writes outside the project nor creates symlinks).
+    path_verdict: std::sync::OnceLock<Option<String>>,
+    /// The physical roots (worked out on first use by [`check`], which probes the real file
+    /// system; [`check_with`] works them out on every call): an approved request can neither
+    /// move a root nor create a symlink, so they do not change under approved requests.
+    roots: std::sync::OnceLock<Roots>,
+}
+
+/// The physical forms of a context's directories.
+#[derive(Debug, Clone, Default)]
+struct Roots {
+    protected: Vec<Vec<String>>,
+    worktree: Option<Vec<String>>,
+    write_roots: Vec<Vec<String>>,
+    /// The session directory, logical and physical.
+    session: Option<Cwd>,
 }
 
 impl PathContext {
@@ -172,12 +191,15 @@ impl PathContext {
             protected_roots: Vec::new(),
             cdpath: std::env::var("CDPATH").ok().filter(|s| !s.is_empty()),
             path_env: std::env::var("PATH").ok(),
+            path_verdict: std::sync::OnceLock::new(),
+            roots: std::sync::OnceLock::new(),
         }
     }
 
     /// Adds a protected root (e.g. the configured broker root).
     pub fn with_protected_root(mut self, root: impl Into<PathBuf>) -> PathContext {
         self.protected_roots.push(root.into());
+        self.roots = std::sync::OnceLock::new();
         self
     }
 
@@ -190,6 +212,7 @@ impl PathContext {
     /// Sets the inherited `PATH`.
     pub fn with_path_env(mut self, path: Option<String>) -> PathContext {
         self.path_env = path;
+        self.path_verdict = std::sync::OnceLock::new();
         self
     }
 }
@@ -271,7 +294,8 @@ impl FsProbe for RealFs {
 /// Checks one permission request against the real file system. `None`: approve once (the
 /// whole effect is shown confined). See the module doc.
 pub fn check(req: &PermissionRequest, ctx: &PathContext) -> Option<GuardrailHit> {
-    check_with(req, ctx, &RealFs)
+    let mut c = Checker::new(ctx, &RealFs, true);
+    c.request(req).err()
 }
 
 /// [`check`] with an explicit file-system probe.
@@ -280,7 +304,7 @@ pub fn check_with(
     ctx: &PathContext,
     fs: &dyn FsProbe,
 ) -> Option<GuardrailHit> {
-    let mut c = Checker::new(ctx, fs);
+    let mut c = Checker::new(ctx, fs, false);
     c.request(req).err()
 }
 
@@ -416,7 +440,7 @@ fn starts_with(p: &[String], prefix: &[String]) -> bool {
 }
 
 /// A possible working directory: as bash's logical `$PWD` and as the kernel's physical one.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 struct Cwd {
     logical: Vec<String>,
     physical: Vec<String>,
@@ -433,8 +457,6 @@ struct Checker<'a> {
     worktree: Option<Vec<String>>,
     /// Protected roots, physical and lexical.
     protected: Vec<Vec<String>>,
-    /// Reason why PATH cannot be trusted, computed on first use.
-    path_verdict: Option<Option<String>>,
     // --- per analysed command
     cwds: Vec<Cwd>,
     /// Working directories in effect only if a `cd` of the current `&&` chain failed: they
@@ -447,10 +469,21 @@ struct Checker<'a> {
     /// symlinks now): a later path through one is left.
     tainted: Vec<Vec<String>>,
     origin: &'static str,
+    /// `lstat` and `readlink` answers within this one check (never across checks: the file
+    /// system changes between requests).
+    lstat_memo: RefCell<HashMap<String, Node>>,
+    link_memo: RefCell<HashMap<String, Option<PathBuf>>>,
+    /// The session directory, resolved once.
+    session: Option<Cwd>,
+    /// Tool paths already shown confined in this check: `(path, worktree-relative)`. An edit
+    /// names its file up to three times (`filepath`, `args.filePath`, `patterns`).
+    tool_done: Vec<(String, bool)>,
+    /// Whether context-level results may be kept in the context (real file system only).
+    cache: bool,
 }
 
 impl<'a> Checker<'a> {
-    fn new(ctx: &'a PathContext, fs: &'a dyn FsProbe) -> Self {
+    fn new(ctx: &'a PathContext, fs: &'a dyn FsProbe, cache: bool) -> Self {
         let mut c = Checker {
             ctx,
             fs,
@@ -459,40 +492,84 @@ impl<'a> Checker<'a> {
             write_roots: Vec::new(),
             worktree: None,
             protected: Vec::new(),
-            path_verdict: None,
             cwds: Vec::new(),
             fail_cwds: Vec::new(),
             covered: Vec::new(),
             vars: HashMap::new(),
             tainted: Vec::new(),
             origin: "",
+            lstat_memo: RefCell::new(HashMap::new()),
+            link_memo: RefCell::new(HashMap::new()),
+            session: None,
+            tool_done: Vec::new(),
+            cache,
         };
         if let Some(h) = ctx.home.to_str() {
             c.home = lexfold(&[], h);
             c.home_str = join(&c.home);
         }
-        let home_phys = c.phys_abs(&ctx.home);
-        for r in &ctx.protected_roots {
-            if let Some(s) = r.to_str() {
-                c.protected.push(lexfold(&[], s));
+        let roots = match ctx.roots.get() {
+            Some(r) if cache => r.clone(),
+            _ => {
+                let r = c.roots();
+                if cache {
+                    let _ = ctx.roots.set(r.clone());
+                }
+                r
             }
-            if let Some(p) = c.phys_abs(r) {
-                c.protected.push(p);
-            }
-        }
-        c.worktree = c.phys_abs(&ctx.worktree);
-        for root in [&ctx.worktree, &ctx.cwd] {
-            let Some(p) = c.phys_abs(root) else { continue };
-            let too_wide = p.is_empty()
-                || starts_with(&c.home, &p)
-                || home_phys.as_ref().is_some_and(|h| starts_with(h, &p))
-                || c.protected.iter().any(|pr| starts_with(&p, pr))
-                || categorize(&norm(&p)).is_some();
-            if !too_wide && !c.write_roots.contains(&p) {
-                c.write_roots.push(p);
-            }
-        }
+        };
+        c.protected = roots.protected;
+        c.worktree = roots.worktree;
+        c.write_roots = roots.write_roots;
+        c.session = roots.session;
         c
+    }
+
+    fn roots(&self) -> Roots {
+        let mut r = Roots::default();
+        let home_phys = self.phys_abs(&self.ctx.home);
+        for p in &self.ctx.protected_roots {
+            if let Some(s) = p.to_str() {
+                r.protected.push(lexfold(&[], s));
+            }
+            if let Some(p) = self.phys_abs(p) {
+                r.protected.push(p);
+            }
+        }
+        r.worktree = self.phys_abs(&self.ctx.worktree);
+        r.session = self.start_cwd(None).ok();
+        for root in [&self.ctx.worktree, &self.ctx.cwd] {
+            let Some(p) = self.phys_abs(root) else {
+                continue;
+            };
+            let too_wide = p.is_empty()
+                || starts_with(&self.home, &p)
+                || home_phys.as_ref().is_some_and(|h| starts_with(h, &p))
+                || r.protected.iter().any(|pr| starts_with(&p, pr))
+                || categorize(&norm(&p)).is_some();
+            if !too_wide && !r.write_roots.contains(&p) {
+                r.write_roots.push(p);
+            }
+        }
+        r
+    }
+
+    fn lstat(&self, p: &str) -> Node {
+        if let Some(n) = self.lstat_memo.borrow().get(p) {
+            return *n;
+        }
+        let n = self.fs.lstat(Path::new(p));
+        self.lstat_memo.borrow_mut().insert(p.to_string(), n);
+        n
+    }
+
+    fn read_link(&self, p: &str) -> Option<PathBuf> {
+        if let Some(t) = self.link_memo.borrow().get(p) {
+            return t.clone();
+        }
+        let t = self.fs.read_link(Path::new(p));
+        self.link_memo.borrow_mut().insert(p.to_string(), t.clone());
+        t
     }
 
     fn phys_abs(&self, p: &Path) -> Option<Vec<String>> {
@@ -561,9 +638,9 @@ impl<'a> Checker<'a> {
                 last = Node::Missing;
                 continue;
             }
-            let here = PathBuf::from(join(&stack));
+            let here = join(&stack);
             let is_last = queue.iter().all(|q| q.is_empty() || q == ".");
-            match self.fs.lstat(&here) {
+            match self.lstat(&here) {
                 Node::Missing => {
                     exists = false;
                     last = Node::Missing;
@@ -574,7 +651,7 @@ impl<'a> Checker<'a> {
                     if links > MAX_LINKS {
                         return Err("too many levels of symbolic links".into());
                     }
-                    let Some(target) = self.fs.read_link(&here) else {
+                    let Some(target) = self.read_link(&here) else {
                         return Err(format!("cannot read link {}", self.display(&stack)));
                     };
                     let Some(t) = target.to_str() else {
@@ -796,8 +873,11 @@ impl<'a> Checker<'a> {
         let kind = req.permission.as_str();
         let args = &req.args;
         let arg_str = |k: &str| args.get(k).and_then(|v| v.as_str());
-        let start = self.start_cwd(None)?;
-        self.cwds = vec![start.clone()];
+        let start = match &self.session {
+            Some(s) => s.clone(),
+            None => self.start_cwd(None)?,
+        };
+        self.cwds = vec![start];
         match kind {
             "bash" => {
                 let mut cmds: Vec<&str> = Vec::new();
@@ -820,7 +900,10 @@ impl<'a> Checker<'a> {
                     Some(serde_json::Value::String(w)) => Some(w.as_str()),
                     Some(_) => return Err(unproven("bash: workdir is not a string")),
                 };
-                let start = self.start_cwd(workdir)?;
+                let start = match (workdir, &self.session) {
+                    (None, Some(s)) => s.clone(),
+                    _ => self.start_cwd(workdir)?,
+                };
                 let mut done: Vec<&str> = Vec::new();
                 self.origin = "bash";
                 for cmd in cmds {
@@ -948,6 +1031,11 @@ impl<'a> Checker<'a> {
     /// A path of an edit/read/list tool: relative to the session directory, or (patterns) to
     /// the worktree.
     fn tool_path(&mut self, p: &str, access: Access, pattern: bool) -> Result<(), Hit> {
+        // Within one request every path has the same access; a repeat has the same verdict.
+        let key = (p.to_string(), pattern || p.starts_with('/'));
+        if self.tool_done.contains(&key) {
+            return Ok(());
+        }
         if p.is_empty() || p.contains('\0') {
             return Err(self.hit("empty path"));
         }
@@ -961,16 +1049,19 @@ impl<'a> Checker<'a> {
             let Some(wt) = self.ctx.worktree.to_str() else {
                 return Err(self.hit("worktree is not UTF-8"));
             };
+            let Some(physical) = self.worktree.clone() else {
+                return Err(self.hit("worktree cannot be resolved"));
+            };
             let logical = lexfold(&[], wt);
-            let physical = self
-                .resolve(&[], &join(&logical), true)
-                .map_err(|e| self.hit(format!("worktree: {e}")))?
-                .0;
             self.cwds = vec![Cwd { logical, physical }];
         } else {
-            self.cwds = vec![self.start_cwd(None)?];
+            self.cwds = match &self.session {
+                Some(s) => vec![s.clone()],
+                None => vec![self.start_cwd(None)?],
+            };
         }
         self.path(p, access, true, "tool")?;
+        self.tool_done.push(key);
         Ok(())
     }
 
@@ -1242,7 +1333,7 @@ impl<'a> Checker<'a> {
 
     /// Whether `PATH` lets a planted file stand for a modeled program.
     fn path_env_verdict(&mut self) -> Option<String> {
-        if let Some(v) = &self.path_verdict {
+        if let Some(v) = self.ctx.path_verdict.get().filter(|_| self.cache) {
             return v.clone();
         }
         let mut verdict = None;
@@ -1261,7 +1352,9 @@ impl<'a> Checker<'a> {
                 }
             }
         }
-        self.path_verdict = Some(verdict.clone());
+        if self.cache {
+            let _ = self.ctx.path_verdict.set(verdict.clone());
+        }
         verdict
     }
 
@@ -1488,10 +1581,7 @@ impl<'a> Checker<'a> {
         }
         let mut dot_git = wt.clone();
         dot_git.push(".git".into());
-        if !matches!(
-            self.fs.lstat(Path::new(&join(&dot_git))),
-            Node::Dir | Node::File
-        ) {
+        if !matches!(self.lstat(&join(&dot_git)), Node::Dir | Node::File) {
             return Err(self.hit("git: the worktree has no .git"));
         }
         for c in self.cwds.clone() {
@@ -1503,7 +1593,7 @@ impl<'a> Checker<'a> {
                 for name in [".git", "HEAD"] {
                     let mut p = d.clone();
                     p.push(name.into());
-                    if self.fs.lstat(Path::new(&join(&p))) != Node::Missing {
+                    if self.lstat(&join(&p)) != Node::Missing {
                         return Err(self.hit(format!(
                             "git: {} may be another repository",
                             self.display(&d)
