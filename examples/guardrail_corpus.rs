@@ -19,7 +19,13 @@ fn decide(sb: &Sandbox, e: &Entry) -> Option<String> {
     for (link, target) in &e.links {
         sb.link(link, target);
     }
+    let git_config = sb.project.join(".git/config");
+    let saved = std::fs::read(&git_config).unwrap();
+    if let Some(c) = &e.git_config {
+        std::fs::write(&git_config, c).unwrap();
+    }
     let out = check(&e.request(sb), &sb.ctx()).map(|h| h.reason);
+    std::fs::write(&git_config, saved).unwrap();
     for link in e.links.keys() {
         let _ = std::fs::remove_file(sb.project.join(link));
     }

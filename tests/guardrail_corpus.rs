@@ -55,8 +55,14 @@ fn decide(sb: &Sandbox, entry: &Entry) -> Option<String> {
     for (link, target) in &entry.links {
         sb.link(link, target);
     }
+    let git_config = sb.project.join(".git/config");
+    let saved = std::fs::read(&git_config).unwrap();
+    if let Some(c) = &entry.git_config {
+        std::fs::write(&git_config, c).unwrap();
+    }
     let req = entry.request(sb);
     let out = check(&req, &sb.ctx()).map(|hit| hit.reason);
+    std::fs::write(&git_config, saved).unwrap();
     for link in entry.links.keys() {
         let l = sb.project.join(link);
         std::fs::remove_file(&l).unwrap();

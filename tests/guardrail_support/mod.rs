@@ -704,6 +704,9 @@ pub struct Entry {
     /// Extra links to plant: link (relative to the project) → target.
     #[serde(default)]
     pub links: BTreeMap<String, String>,
+    /// Content for `.git/config` during this entry's check (e.g. a `core.hooksPath`).
+    #[serde(default)]
+    pub git_config: Option<String>,
     /// What the entry does, for the reader.
     pub note: String,
 }
