@@ -226,6 +226,9 @@ pub enum Node {
     Dir,
     /// A regular file.
     File,
+    /// A regular file with more than one hard link: the same contents live under another
+    /// name, perhaps a protected one, so reading or writing it is not shown confined.
+    MultiLinked,
     /// A symbolic link (not followed).
     Symlink,
     /// A device, FIFO or socket.
@@ -250,6 +253,14 @@ pub trait FsProbe {
 #[derive(Debug, Clone, Copy, Default)]
 pub struct RealFs;
 
+fn node_of_meta(m: &std::fs::Metadata) -> Node {
+    use std::os::unix::fs::MetadataExt;
+    match node_of(m.file_type()) {
+        Node::File if m.nlink() > 1 => Node::MultiLinked,
+        n => n,
+    }
+}
+
 fn node_of(ft: std::fs::FileType) -> Node {
     if ft.is_symlink() {
         Node::Symlink
@@ -265,7 +276,7 @@ fn node_of(ft: std::fs::FileType) -> Node {
 impl FsProbe for RealFs {
     fn lstat(&self, p: &Path) -> Node {
         match std::fs::symlink_metadata(p) {
-            Ok(m) => node_of(m.file_type()),
+            Ok(m) => node_of_meta(&m),
             Err(e)
                 if matches!(
                     e.kind(),
@@ -782,6 +793,12 @@ impl<'a> Checker<'a> {
         if comps.first().is_some_and(|f| f == "dev") && !is_dev_null && access != Access::List {
             return Err(self.hit(format!("{what} device path {}", join(comps))));
         }
+        if node == Node::MultiLinked && access != Access::List {
+            return Err(self.hit(format!(
+                "{what} {}: the file has other hard links",
+                self.display(comps)
+            )));
+        }
         match access {
             Access::List | Access::Read => Ok(()),
             Access::ReadTree => {
@@ -1100,6 +1117,12 @@ impl<'a> Checker<'a> {
         for p in &w.parts {
             match p {
                 Part::Lit(l) => s.push_str(l),
+                Part::Glob(c) => {
+                    return Err(self.hit(format!(
+                        "glob `{c}` where it is not modeled at byte {}",
+                        w.at
+                    )))
+                }
                 Part::Home => {
                     if self.home_str.is_empty() {
                         return Err(self.hit("home directory unknown"));
@@ -1154,12 +1177,18 @@ impl<'a> Checker<'a> {
         if let Some((name, _)) = cmd.assigns.first() {
             return Err(self.hit(format!("environment assignment {name}=… for a program")));
         }
-        let argv: Vec<String> = cmd
-            .words
-            .iter()
-            .map(|w| self.expand(w))
-            .collect::<Result<_, _>>()?;
-        let prog_name = argv[0].as_str();
+        let prog_name = self.expand(&cmd.words[0])?;
+        let mut argv: Vec<String> = vec![prog_name.clone()];
+        let mut first_glob: Option<usize> = None;
+        for w in &cmd.words[1..] {
+            if w.parts.iter().any(|p| matches!(p, Part::Glob(_))) {
+                first_glob.get_or_insert(argv.len());
+                argv.extend(self.glob(w)?);
+            } else {
+                argv.push(self.expand(w)?);
+            }
+        }
+        let prog_name = prog_name.as_str();
         if prog_name.contains('/') {
             return Err(self.hit(format!("program given as a path \"{prog_name}\"")));
         }
@@ -1177,6 +1206,24 @@ impl<'a> Checker<'a> {
         self.redirs(cmd)?;
         let args = &argv[1..];
         let name = prog.name;
+        if let Some(g) = first_glob {
+            // The order of matches (locale collation) must not decide a destination or a
+            // pattern: for grep/rg the pattern must come before the first glob.
+            let fixed = match prog.kind {
+                Kind::Grep | Kind::Rg => programs::parse_args(&argv[1..g], prog.opts, false)
+                    .is_ok_and(|a| {
+                        !a.operands.is_empty()
+                            || a.values
+                                .iter()
+                                .any(|(v, _)| matches!(v, Val::Pattern | Val::PatternFile))
+                    }),
+                Kind::Cp | Kind::Mv | Kind::Cd | Kind::Date | Kind::Printf => false,
+                _ => true,
+            };
+            if !fixed {
+                return Err(self.hit(format!("glob in the arguments of {name}")));
+            }
+        }
         let parse = |opts, numeric| {
             programs::parse_args(args, opts, numeric)
                 .map_err(|o| format!("option {o} of {name} is not modeled"))
@@ -1299,6 +1346,104 @@ impl<'a> Checker<'a> {
             Kind::Cd => self.cd(args, in_pipeline),
             Kind::Git => self.git(args),
         }
+    }
+
+    /// Pathname expansion of one argument word, as bash does it with its default options: `*`
+    /// and `?` in the last component only, hidden names never matched (a pattern starting
+    /// with `.` is left), no match → the word itself. Matches that start with `-` are left
+    /// (their order would decide option values).
+    fn glob(&mut self, w: &Word) -> Result<Vec<String>, Hit> {
+        #[derive(Clone, Copy, PartialEq)]
+        enum Pc {
+            Lit(char),
+            Star,
+            One,
+        }
+        let mut pat: Vec<Pc> = Vec::new();
+        for p in &w.parts {
+            match p {
+                Part::Glob('*') => pat.push(Pc::Star),
+                Part::Glob(_) => pat.push(Pc::One),
+                _ => {
+                    let one = Word {
+                        parts: vec![p.clone()],
+                        at: w.at,
+                    };
+                    pat.extend(self.expand(&one)?.chars().map(Pc::Lit));
+                }
+            }
+        }
+        let text: String = pat
+            .iter()
+            .map(|c| match c {
+                Pc::Lit(c) => *c,
+                Pc::Star => '*',
+                Pc::One => '?',
+            })
+            .collect();
+        let slash = pat.iter().rposition(|c| *c == Pc::Lit('/'));
+        let (dir_pat, last) = match slash {
+            Some(k) => (&pat[..=k], &pat[k + 1..]),
+            None => (&pat[..0], &pat[..]),
+        };
+        if dir_pat.iter().any(|c| !matches!(c, Pc::Lit(_))) || last.is_empty() {
+            return Err(self.hit(format!("glob in a directory part: {text}")));
+        }
+        if last.first() == Some(&Pc::Lit('.')) {
+            return Err(self.hit(format!("glob over hidden names: {text}")));
+        }
+        let dir: String = dir_pat
+            .iter()
+            .map(|c| if let Pc::Lit(c) = c { *c } else { '?' })
+            .collect();
+        if !dir.starts_with('/') && self.cwds.len() != 1 {
+            return Err(self.hit(format!(
+                "glob {text} with several possible working directories"
+            )));
+        }
+        let read_at = if dir.starts_with('/') {
+            dir.clone()
+        } else {
+            let mut b = join(&self.cwds[0].physical);
+            b.push('/');
+            b.push_str(&dir);
+            b
+        };
+        fn matches(p: &[Pc], n: &[char]) -> bool {
+            match (p.first(), n.first()) {
+                (None, None) => true,
+                (Some(Pc::Star), _) => {
+                    matches(&p[1..], n) || (!n.is_empty() && matches(p, &n[1..]))
+                }
+                (Some(Pc::One), Some(_)) => matches(&p[1..], &n[1..]),
+                (Some(Pc::Lit(a)), Some(b)) if a == b => matches(&p[1..], &n[1..]),
+                _ => false,
+            }
+        }
+        let mut out = Vec::new();
+        if let Some(entries) = self.fs.read_dir(Path::new(&read_at)) {
+            for (name, _) in entries {
+                let Some(name) = name.to_str() else {
+                    return Err(self.hit(format!("glob {text}: non-UTF-8 name")));
+                };
+                let chars: Vec<char> = name.chars().collect();
+                if name.starts_with('.') || !matches(last, &chars) {
+                    continue;
+                }
+                if out.len() >= 1000 {
+                    return Err(self.hit(format!("glob {text}: more than 1000 matches")));
+                }
+                out.push(format!("{dir}{name}"));
+            }
+        }
+        if out.is_empty() {
+            out.push(text);
+        }
+        if out.iter().any(|m| m.starts_with('-')) {
+            return Err(self.hit("glob match starting with `-`"));
+        }
+        out.sort();
+        Ok(out)
     }
 
     /// Checks option values that are paths.
@@ -1481,7 +1626,7 @@ impl<'a> Checker<'a> {
             [t] => t.clone(),
             _ => return Err(self.hit("cd with several arguments")),
         };
-        if target.is_empty() || target.starts_with('-') {
+        if target.is_empty() || target.starts_with(['-', '+']) {
             return Err(self.hit(format!("cd {target}")));
         }
         if self.ctx.cdpath.is_some()

@@ -43,6 +43,8 @@ pub(crate) enum Part {
     Var { name: String, quoted: bool },
     /// A leading `~` (the home directory).
     Home,
+    /// An unquoted `*` or `?` (pathname expansion).
+    Glob(char),
 }
 
 /// One shell word.
@@ -325,7 +327,12 @@ impl Lexer<'_> {
                     self.i += 1;
                     lit.push('[');
                 }
-                '*' | '?' | '[' => return Err(un(format!("glob `{c}`"), here)),
+                '*' | '?' => {
+                    flush(&mut lit, &mut parts);
+                    self.i += 1;
+                    parts.push(Part::Glob(c));
+                }
+                '[' => return Err(un("glob `[`", here)),
                 '{' | '}' => return Err(un(format!("brace `{c}`"), here)),
                 '!' => return Err(un("`!` (history expansion or negation)", here)),
                 '~' => return Err(un("`~` not at the start of a word", here)),

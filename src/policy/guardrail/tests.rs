@@ -53,6 +53,8 @@ fn fixture() -> Fixture {
     symlink(&home, proj.join("homelink")).unwrap();
     symlink("README.md", proj.join("readme-link")).unwrap();
     symlink("loop2", proj.join("loop1")).unwrap();
+    fs::write(home.join("other/secret.txt"), "s").unwrap();
+    fs::hard_link(home.join("other/secret.txt"), proj.join("hardlink")).unwrap();
     symlink("loop1", proj.join("loop2")).unwrap();
     Fixture {
         _dir: dir,
@@ -137,8 +139,17 @@ const LEFT: &[(&str, &str)] = &[
     ("echo x >> ~/.bash{r..r}c", "brace `{`"),
     ("echo x >> ~/.{bashrc,zshrc}", "brace `{`"),
     ("echo x >> ~/.@(bashrc)", "subshell or grouping `(`"),
-    ("echo x >> ~/.bashr?", "glob `?`"),
-    ("echo x >> ~/.bash*", "glob `*`"),
+    ("echo x >> ~/.bashr?", "glob `?` where it is not modeled"),
+    ("echo x >> ~/.bash*", "glob `*` where it is not modeled"),
+    ("cat ~/.ssh/id_*", "reads ~/.ssh/id_rsa (credentials)"),
+    ("cat ~/.ss?/id_rsa", "glob in a directory part"),
+    ("cat .e*", "glob over hidden names"),
+    ("rm -rf ~/*", "outside the project"),
+    ("cat ~/.ssh/*", "(credentials)"),
+    ("cp *.md docs", "glob in the arguments of cp"),
+    ("grep *.rs", "glob in the arguments of grep"),
+    ("cat homelink/.*", "glob over hidden names"),
+    ("cat homelink/other/*", "other hard links"),
     ("f=a; f=~/.bashrc echo x", "environment assignment f=…"),
     ("f=~/.bashrc; echo x >> $f", "writes ~/.bashrc"),
     ("f=\"$HOME/.bash\"rc; echo x >> \"$f\"", "writes ~/.bashrc"),
@@ -362,6 +373,9 @@ const LEFT: &[(&str, &str)] = &[
         "~/other/x: outside the project",
     ),
     ("echo x > loop1", "too many levels of symbolic links"),
+    ("echo x >> hardlink", "other hard links"),
+    ("cat hardlink", "other hard links"),
+    ("cd +1", "cd +1"),
     ("cp README.md d1", "writes ~/.zshrc"),
     (
         "cp README.md x && echo hi > x",
@@ -513,6 +527,14 @@ const APPROVED: &[&str] = &[
     "echo x > /dev/null",
     "ls 2>/dev/null",
     "sort -n notes.txt | uniq -c",
+    "ls *.md src/*.rs",
+    "cat docs/*.md",
+    "wc -l src/*.rs *.nomatch",
+    "grep -n fn src/*.rs",
+    "rm -f build/out/*.o",
+    "echo *",
+    // No match: the word itself (a file named `*`).
+    "touch secrets-dir/*",
     "cut -d: -f1 README.md",
     "echo a | tr a b",
     "echo ok \\\n  > notes.txt",
