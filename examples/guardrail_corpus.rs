@@ -16,19 +16,9 @@ use c2c_bridge::policy::guardrail::check;
 use guardrail_support::{load, Entry, Sandbox};
 
 fn decide(sb: &Sandbox, e: &Entry) -> Option<String> {
-    for (link, target) in &e.links {
-        sb.link(link, target);
-    }
-    let git_config = sb.project.join(".git/config");
-    let saved = std::fs::read(&git_config).unwrap();
-    if let Some(c) = &e.git_config {
-        std::fs::write(&git_config, c).unwrap();
-    }
+    let saved = sb.plant(e);
     let out = check(&e.request(sb), &sb.ctx()).map(|h| h.reason);
-    std::fs::write(&git_config, saved).unwrap();
-    for link in e.links.keys() {
-        let _ = std::fs::remove_file(sb.project.join(link));
-    }
+    sb.unplant(e, saved);
     out
 }
 

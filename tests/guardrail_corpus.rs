@@ -37,8 +37,8 @@ const FAMILIES: &[&str] = &[
 ];
 
 /// Checks `entry` in `sb`: `Some(reason)` when left to the prompt, `None` approved. `check`
-/// only reads the file system, so one sandbox serves every entry; an entry's extra `links` are
-/// planted for its check and removed after.
+/// only reads the file system, so one sandbox serves every entry; an entry's extra links, files
+/// and `.git/config` are planted for its check and undone after.
 fn decide(sb: &Sandbox, entry: &Entry) -> Option<String> {
     for name in &entry.setup {
         assert!(
@@ -52,29 +52,10 @@ fn decide(sb: &Sandbox, entry: &Entry) -> Option<String> {
             entry.describe()
         );
     }
-    for (link, target) in &entry.links {
-        sb.link(link, target);
-    }
-    let git_config = sb.project.join(".git/config");
-    let saved = std::fs::read(&git_config).unwrap();
-    if let Some(c) = &entry.git_config {
-        std::fs::write(&git_config, c).unwrap();
-    }
+    let saved = sb.plant(entry);
     let req = entry.request(sb);
     let out = check(&req, &sb.ctx()).map(|hit| hit.reason);
-    std::fs::write(&git_config, saved).unwrap();
-    for link in entry.links.keys() {
-        let l = sb.project.join(link);
-        std::fs::remove_file(&l).unwrap();
-        // Directories made for the link go too (remove_dir fails, harmlessly, when not empty).
-        let mut dir = l.parent();
-        while let Some(d) = dir.filter(|d| *d != sb.project) {
-            if std::fs::remove_dir(d).is_err() {
-                break;
-            }
-            dir = d.parent();
-        }
-    }
+    sb.unplant(entry, saved);
     out
 }
 

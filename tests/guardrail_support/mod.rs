@@ -258,6 +258,40 @@ impl Sandbox {
         }
     }
 
+    /// Plants the entry's extra links and files, and its `.git/config`; returns what `unplant`
+    /// needs to undo it.
+    pub fn plant(&self, e: &Entry) -> Vec<u8> {
+        for (link, target) in &e.links {
+            self.link(link, target);
+        }
+        for (rel, content) in &e.files {
+            write_file(&self.project.join(rel), content);
+        }
+        let git_config = self.project.join(".git/config");
+        let saved = fs::read(&git_config).unwrap();
+        if let Some(c) = &e.git_config {
+            fs::write(&git_config, c).unwrap();
+        }
+        saved
+    }
+
+    /// Undoes [`Sandbox::plant`]: links and files removed (with directories made for them,
+    /// when empty), `.git/config` restored.
+    pub fn unplant(&self, e: &Entry, saved_git_config: Vec<u8>) {
+        fs::write(self.project.join(".git/config"), saved_git_config).unwrap();
+        for rel in e.links.keys().chain(e.files.keys()) {
+            let p = self.project.join(rel);
+            fs::remove_file(&p).unwrap();
+            let mut dir = p.parent();
+            while let Some(d) = dir.filter(|d| *d != self.project) {
+                if fs::remove_dir(d).is_err() {
+                    break;
+                }
+                dir = d.parent();
+            }
+        }
+    }
+
     /// Plants `link` (relative to the project) pointing at `target` (`@H@`/`@P@` substituted).
     pub fn link(&self, link: &str, target: &str) {
         let l = self.project.join(link);
@@ -704,6 +738,9 @@ pub struct Entry {
     /// Extra links to plant: link (relative to the project) → target.
     #[serde(default)]
     pub links: BTreeMap<String, String>,
+    /// Extra regular files to plant (relative to the project) → content.
+    #[serde(default)]
+    pub files: BTreeMap<String, String>,
     /// Content for `.git/config` during this entry's check (e.g. a `core.hooksPath`).
     #[serde(default)]
     pub git_config: Option<String>,
