@@ -211,12 +211,12 @@ impl Gen {
         // approvable and really executes); the rest the broader list, writers included.
         const COMMON: &[usize] = &[
             0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 15, 16, 17, 21, 22, 28, 29, 34, 35, 36,
-            37, 38, 39, 40, 41, 42, 43,
+            37, 38, 39, 40, 41, 42, 43, 44, 45, 46,
         ];
         let which = if self.chance(75) {
             COMMON[self.below(COMMON.len())]
         } else {
-            self.below(44)
+            self.below(47)
         };
         match which {
             0 => format!(
@@ -338,6 +338,20 @@ impl Gen {
                 self.pick(&["", "/", "/."])
             ),
             42 => format!("readlink {f}"),
+            44 => format!(
+                "grep {} {} {}*",
+                self.pick(&["", "-n", "-l", "-c"]),
+                self.word(),
+                self.pick(&["app/", "src/", "docs/", "app/lib/", "lnk_ssh/", "docs/up/"])
+            ),
+            45 => format!(
+                "rm -f {}*",
+                self.pick(&["app/", "tmp/", "app/lib/", "lnk_git/", "docs/up/"])
+            ),
+            46 => format!(
+                "cat {}*",
+                self.pick(&["app/", "src/", "app/lib/", "lnk_ssh/", "lnk_home/"])
+            ),
             _ => format!("file {f}"),
         }
     }
@@ -420,9 +434,39 @@ impl Gen {
         )
     }
 
+    /// A gadget: the command creates a file named like an option, then a bare `*` in that
+    /// directory expands to it (G2 finding 9).
+    fn glob_option_gadget(&mut self) -> String {
+        let dir = self.pick(&["app", "src", "docs", "tmp"]);
+        let opt = self.pick(&["-r", "-R", "-rf", "-f"]);
+        let make = self.pick(&[
+            "touch ./OPT",
+            "echo x > ./OPT",
+            "mkdir ./OPT",
+            "touch DIR/OPT && cd DIR",
+        ]);
+        let run = self.pick(&[
+            "grep -n SECRET *",
+            "grep -l x *",
+            "rm -f *",
+            "rm *",
+            "cat *",
+            "wc -l *",
+        ]);
+        let make = make.replace("OPT", opt).replace("DIR", dir);
+        if make.contains("cd ") {
+            format!("{make} && {run}")
+        } else {
+            format!("cd {dir} && {make} && {run}")
+        }
+    }
+
     fn command(&mut self) -> String {
         if self.chance(3) {
             return self.git_config_gadget();
+        }
+        if self.chance(3) {
+            return self.glob_option_gadget();
         }
         let mut s = self.statement();
         let more = self

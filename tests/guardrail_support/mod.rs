@@ -132,6 +132,8 @@ pub const PROJECT_FILES: &[(&str, &str)] = &[
     ("tests/basic.rs", "#[test] fn t() {}\n"),
     ("scripts/build.sh", "#!/bin/sh\necho build\n"),
     ("tmp/.keep", ""),
+    ("app/main.py", "print(1)\n"),
+    ("app/lib/util.py", "x = 1\n"),
 ];
 
 /// Protected project files (relative to the project).
@@ -152,6 +154,9 @@ pub const PROJECT_PROTECTED_FILES: &[(&str, &str)] = &[
     (".git/info/exclude", "# exclude\n"),
     (".git/objects/info/.keep", ""),
     (".git/refs/heads/.keep", ""),
+    // Nested protected names (monorepos): only globs and recursion reach them.
+    ("app/.env", "SECRET=CANARY-CRED-app-dotenv\n"),
+    ("app/lib/AGENTS.md", "# nested agents\n"),
 ];
 
 /// Protected places in the project that do not exist but must not appear.
@@ -352,9 +357,16 @@ impl Sandbox {
             v.push((self.home.join(extra), true));
         }
         for (p, _) in PROJECT_PROTECTED_FILES {
-            if !p.starts_with(".git/") {
-                let top = p.split('/').next().unwrap();
+            if p.starts_with(".git/") {
+                continue;
+            }
+            let top = p.split('/').next().unwrap();
+            if top.starts_with('.') || !p.contains('/') {
+                // A protected name at the top (a file or a whole dot-directory).
                 v.push((self.project.join(top), true));
+            } else {
+                // A protected name nested in an ordinary directory: the file itself.
+                v.push((self.project.join(p), true));
             }
         }
         for p in PROJECT_ABSENT {
