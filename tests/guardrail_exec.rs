@@ -327,7 +327,13 @@ impl Gen {
             33 => format!("split -l 1 {g} {d}/part-"),
             34 => format!("basename {f}"),
             35 => format!("realpath {f}"),
-            36 => format!("diff {f} {g}"),
+            36 => {
+                if self.chance(50) {
+                    format!("diff {f} {g}")
+                } else {
+                    format!("diff {} {d} tmp", self.pick(&["-N", "-u -N", "-q", ""]))
+                }
+            }
             37 => format!("cmp {f} {g}"),
             38 => format!("test -e {f}"),
             39 => format!("du -s {d}"),
