@@ -225,21 +225,6 @@ impl Sandbox {
         sb
     }
 
-    /// Removes everything below the root and plants the sandbox again.
-    pub fn reset(&self) {
-        for e in fs::read_dir(&self.root).unwrap() {
-            let p = e.unwrap().path();
-            let m = fs::symlink_metadata(&p).unwrap();
-            if m.is_dir() {
-                make_writable(&p);
-                fs::remove_dir_all(&p).unwrap();
-            } else {
-                fs::remove_file(&p).unwrap();
-            }
-        }
-        self.populate();
-    }
-
     fn populate(&self) {
         for (rel, content) in HOME_FILES {
             write_file(&self.home.join(rel), content);
