@@ -657,7 +657,7 @@ impl<'a> Checker<'a> {
                     last = Node::Missing;
                 }
                 Node::Unknown => return Err(format!("cannot look at {}", self.display(&stack))),
-                Node::Symlink if !(is_last && !follow_last) => {
+                Node::Symlink if !is_last || follow_last => {
                     links += 1;
                     if links > MAX_LINKS {
                         return Err("too many levels of symbolic links".into());
@@ -870,7 +870,9 @@ impl<'a> Checker<'a> {
                 if node == Node::Unknown {
                     return Err(self.hit(format!("{what}: cannot look at {}", self.display(&p))));
                 }
-                if node == Node::Dir && !(!write && name == ".git") {
+                // A read walk skips `.git` (objects, not credentials); a write walk never gets
+                // there (`.git` is protected).
+                if node == Node::Dir && (write || name != ".git") {
                     if depth + 1 > WALK_DEPTH {
                         return Err(
                             self.hit(format!("{what} {}: tree too deep", self.display(root)))
@@ -1449,11 +1451,8 @@ impl<'a> Checker<'a> {
     /// Checks option values that are paths.
     fn values(&mut self, a: &programs::Args) -> Result<(), Hit> {
         for (val, v) in &a.values {
-            match val {
-                Val::PatternFile => {
-                    self.path(v, Access::Read, true, "option value")?;
-                }
-                _ => {}
+            if *val == Val::PatternFile {
+                self.path(v, Access::Read, true, "option value")?;
             }
         }
         Ok(())
@@ -1463,6 +1462,10 @@ impl<'a> Checker<'a> {
         for r in &cmd.redirs {
             if let Redir::File { op, target } = r {
                 let t = self.expand(target)?;
+                // bash itself duplicates these descriptors; no file is opened.
+                if matches!(t.as_str(), "/dev/stdout" | "/dev/stderr") && *op != RedirOp::In {
+                    continue;
+                }
                 match op {
                     RedirOp::In => {
                         self.path(&t, Access::Read, true, "redirection")?;

@@ -23,6 +23,12 @@ const ANY_COMPONENT: &[Rule] = &[
     (".azure", Credentials),
     (".password-store", Credentials),
     (".husky", GitConfig),
+    // All of a repository's directory: config, hooks, but also `modules/*/config`, `info/`.
+    (".git", GitConfig),
+    ("keyrings", Credentials),
+    (".mozilla", Credentials),
+    ("google-chrome", Credentials),
+    ("chromium", Credentials),
     // VS Code tasks can run on folder open; devcontainers run commands on open.
     (".vscode", Scheduling),
     (".devcontainer", Scheduling),
@@ -70,6 +76,13 @@ const LAST_NAME: &[Rule] = &[
     (".pgpass", Credentials),
     (".my.cnf", Credentials),
     (".vault-token", Credentials),
+    // Shell and REPL histories hold pasted secrets.
+    (".bash_history", Credentials),
+    (".zsh_history", Credentials),
+    (".python_history", Credentials),
+    (".psql_history", Credentials),
+    (".mysql_history", Credentials),
+    (".node_repl_history", Credentials),
     (".yarnrc", Credentials),
     (".yarnrc.yml", Credentials),
     ("pip.conf", Credentials),

@@ -415,6 +415,9 @@ const LEFT: &[(&str, &str)] = &[
     ("echo x > .e\u{200d}nv", "(credentials)"),
     ("echo x > .envrc", "(shell start-up)"),
     ("mkdir -p sub/.git/hooks", "(git configuration)"),
+    ("echo x > .git/modules/sub/config", "(git configuration)"),
+    ("touch .git/info/attributes", "(git configuration)"),
+    ("cat ~/.bash_history", "(credentials)"),
     // --- opaque by nature
     (
         "$(printf 'gi%s' t) config --global a.b c",
@@ -525,6 +528,7 @@ const APPROVED: &[&str] = &[
     "stat -c %s README.md",
     "du -sh src",
     "echo x > /dev/null",
+    "echo oops >/dev/stderr",
     "ls 2>/dev/null",
     "sort -n notes.txt | uniq -c",
     "ls *.md src/*.rs",
