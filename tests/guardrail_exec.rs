@@ -443,8 +443,8 @@ impl Gen {
     /// A gadget: the command creates a file named like an option, then a bare `*` in that
     /// directory expands to it (G2 finding 9).
     fn glob_option_gadget(&mut self) -> String {
-        let dir = self.pick(&["app", "src", "docs", "tmp"]);
-        let opt = self.pick(&["-r", "-R", "-rf", "-f"]);
+        let dir = self.pick(&["app", "app/lib", "src", "docs", "tmp"]);
+        let opt = self.pick(&["-r", "-R", "-rf", "-f", "-o"]);
         let make = self.pick(&[
             "touch ./OPT",
             "echo x > ./OPT",
