@@ -12,7 +12,8 @@
 //! # What is approved
 //!
 //! - **bash**: a command in the modeled subset of bash (`parse.rs`: words, quotes, `$name`,
-//!   `;` `&&` `||` `|`, file redirections, comments, lower-case assignments, `cd`) whose every
+//!   `;` `&&` `||` `|`, file redirections, comments, lower-case assignments, `cd`, `*`/`?` in
+//!   the last component of an argument, expanded here against the file system) whose every
 //!   simple command runs a program of the modeled table (`programs.rs`), with only the options
 //!   listed there, and whose every path is confined (below). The command is analysed from
 //!   `metadata.command`, the tool's raw `args.command`, and each `patterns`/`resources` entry
@@ -28,7 +29,8 @@
 //! Every path is resolved like the kernel does ([`FsProbe`] is the only I/O): component by
 //! component from the real working directory, following existing symlinks (chains, relative
 //! and absolute targets, dangling ones as the path they would create; more than 40 → leave),
-//! applying `..` after resolution. A path through `/proc` or an unreadable directory is left.
+//! applying `..` after resolution. A path through `/proc` or an unreadable directory is left,
+//! and so is a file with more than one hard link (except for listing).
 //! The lexically folded form is checked as well (OpenCode's edit tools fold `..` before the
 //! kernel sees the path). Then, by access:
 //!
@@ -306,7 +308,27 @@ impl FsProbe for RealFs {
 /// whole effect is shown confined). See the module doc.
 pub fn check(req: &PermissionRequest, ctx: &PathContext) -> Option<GuardrailHit> {
     let mut c = Checker::new(ctx, &RealFs, true);
-    c.request(req).err()
+    c.request(req).err().map(tidy)
+}
+
+/// Longest reason kept (characters): reasons quote words of the request, which a peer chose.
+const MAX_REASON: usize = 300;
+
+/// Bounds the reason's length and replaces control characters (it is logged and shown).
+fn tidy(mut h: GuardrailHit) -> GuardrailHit {
+    if h.reason.chars().count() > MAX_REASON || h.reason.chars().any(char::is_control) {
+        let mut r: String = h
+            .reason
+            .chars()
+            .take(MAX_REASON)
+            .map(|c| if c.is_control() { '?' } else { c })
+            .collect();
+        if h.reason.chars().count() > MAX_REASON {
+            r.push('…');
+        }
+        h.reason = r;
+    }
+    h
 }
 
 /// [`check`] with an explicit file-system probe.
@@ -316,7 +338,7 @@ pub fn check_with(
     fs: &dyn FsProbe,
 ) -> Option<GuardrailHit> {
     let mut c = Checker::new(ctx, fs, false);
-    c.request(req).err()
+    c.request(req).err().map(tidy)
 }
 
 /// The modeled-program table as Markdown, for SECURITY.md (a unit test keeps SECURITY.md's
@@ -384,7 +406,7 @@ pub fn allow_table_markdown() -> String {
 /// At most this many symlinks are followed for one path (Linux's limit).
 const MAX_LINKS: usize = 40;
 /// At most this many directory entries are looked at by one recursive check.
-const WALK_MAX: usize = 4096;
+const WALK_MAX: usize = 20_000;
 /// At most this many directory levels are descended by one recursive check.
 const WALK_DEPTH: usize = 24;
 /// At most this many possible working directories are tracked (each `cd` may fail).
@@ -1300,6 +1322,27 @@ impl<'a> Checker<'a> {
                 Ok(())
             }
             Kind::Find => self.find(args),
+            Kind::SedPrint => {
+                let a = parse(prog.opts, false).map_err(|e| self.hit(e))?;
+                if !args
+                    .iter()
+                    .any(|x| x == "-n" || x == "--quiet" || x == "--silent")
+                {
+                    return Err(self.hit("sed without -n"));
+                }
+                let Some((script, files)) = a.operands.split_first() else {
+                    return Err(self.hit("sed without a script"));
+                };
+                if !sed_print_script(script) {
+                    return Err(self.hit(format!("sed script {script:?} is not modeled")));
+                }
+                for f in files {
+                    if f != "-" {
+                        self.path(f, Access::Read, true, name)?;
+                    }
+                }
+                Ok(())
+            }
             Kind::Mkdir | Kind::Touch => {
                 let a = parse(prog.opts, false).map_err(|e| self.hit(e))?;
                 if a.operands.is_empty() {
@@ -1757,6 +1800,18 @@ impl<'a> Checker<'a> {
 
 fn norm(comps: &[String]) -> Vec<Comp<'_>> {
     comps.iter().map(|c| norm_comp(c)).collect()
+}
+
+/// `Np`, `N,Mp`, `N,$p`, `$p` with decimal N and M: a sed script that only prints lines.
+fn sed_print_script(s: &str) -> bool {
+    let Some(addr) = s.strip_suffix('p') else {
+        return false;
+    };
+    let num = |x: &str| !x.is_empty() && x.len() <= 9 && x.bytes().all(|b| b.is_ascii_digit());
+    match addr.split_once(',') {
+        None => addr == "$" || num(addr),
+        Some((a, b)) => num(a) && (b == "$" || num(b)),
+    }
 }
 
 /// Paths named by an OpenCode/Codex patch (`*** Add File: p`, `*** Update File: p`,
