@@ -444,7 +444,7 @@ impl Gen {
     /// directory expands to it (G2 finding 9).
     fn glob_option_gadget(&mut self) -> String {
         let dir = self.pick(&["app", "app/lib", "src", "docs", "tmp"]);
-        let opt = self.pick(&["-r", "-R", "-rf", "-f", "-o"]);
+        let opt = self.pick(&["-r", "-R", "-rf", "-f", "-o", "-i"]);
         let make = self.pick(&[
             "touch ./OPT",
             "echo x > ./OPT",
