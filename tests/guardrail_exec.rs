@@ -458,6 +458,9 @@ impl Gen {
             "rm *",
             "cat *",
             "wc -l *",
+            "sort *",
+            "sed -n 1p *",
+            "printf '1e echo pwned >> ~/.bashrc\\n' > a && sed -n 1p *",
         ]);
         let make = make.replace("OPT", opt).replace("DIR", dir);
         if make.contains("cd ") {
