@@ -114,10 +114,11 @@ function describeLoadFailure(err) {
   return out;
 }
 
-let binding;
+// Load once to turn a failure into the error above; then re-export with the one statement form
+// that Node's CommonJS lexer reads, so `import { Broker } from 'c2c-bridge'` works from ESM.
 try {
-  binding = require('./index.js');
+  require('./index.js');
 } catch (err) {
   throw describeLoadFailure(err);
 }
-module.exports = binding;
+module.exports = require('./index.js');
