@@ -58,7 +58,12 @@ function probe(project) {
     const out = { logs: [], stderr: [] };
     const write = process.stderr.write.bind(process.stderr);
     process.stderr.write = (s) => { out.stderr.push(String(s)); return true; };
-    const client = { app: { log: async ({ body }) => { out.logs.push(body); } } };
+    const client = {
+      app: { log: async ({ body }) => { out.logs.push(body); } },
+      session: { promptAsync: async () => ({}) },
+      permission: { reply: async () => ({}) },
+      postSessionIdPermissionsPermissionId: async () => ({}),
+    };
     const mod = await import('c2c-bridge/server');
     const hooks = await mod.default.server({ client, directory: process.cwd(), worktree: process.cwd() }, { alias: 'probe', brokerRoot: process.env.PROBE_BROKER });
     await new Promise((r) => setTimeout(r, 50));
