@@ -59,7 +59,7 @@ function ensureZig() {
 
 function ensureZigbuild() {
   if (have('cargo', ['zigbuild', '--version'])) return { ok: true };
-  const r = sh('nice', ['-n', '19', 'cargo', 'install', '--locked', 'cargo-zigbuild', '--version', '0.22.3'], { stdio: ['ignore', 'inherit', 'inherit'] });
+  const r = sh('nice', ['-n', '19', 'cargo', 'install', '--locked', 'cargo-zigbuild', '--version', '0.24.1'], { stdio: ['ignore', 'inherit', 'inherit'] });
   if (r.ok && have('cargo', ['zigbuild', '--version'])) return { ok: true };
   return { ok: false, why: 'cargo-zigbuild cannot be installed (cargo install cargo-zigbuild failed)' };
 }
