@@ -35,7 +35,7 @@ test('watch sees a new message (1)', async () => {
   const changed = new Promise((resolve) => b.watch((change) => resolve(change)));
   a.send('wb1', 'watch me 1');
   const change = await changed;
-  expect(change.sessionId).toBe('ses_wb1');
+  expect(change.sessionId).toBe('ses_wb1_1');
   expect(b.peek().map((m) => m.content)).toEqual(['watch me 1']);
   const ids = b.peek().map((m) => m.messageId);
   expect(b.ack(ids).acked).toEqual(ids);

@@ -35,7 +35,7 @@ test('watch sees a new message (2)', async () => {
   const changed = new Promise((resolve) => b.watch((change) => resolve(change)));
   a.send('wb2', 'watch me 2');
   const change = await changed;
-  expect(change.sessionId).toBe('ses_wb2');
+  expect(change.sessionId).toBe('ses_wb2_2');
   expect(b.peek().map((m) => m.content)).toEqual(['watch me 2']);
   const ids = b.peek().map((m) => m.messageId);
   expect(b.ack(ids).acked).toEqual(ids);

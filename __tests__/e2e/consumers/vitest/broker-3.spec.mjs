@@ -35,7 +35,7 @@ test('watch sees a new message (3)', async () => {
   const changed = new Promise((resolve) => b.watch((change) => resolve(change)));
   a.send('wb3', 'watch me 3');
   const change = await changed;
-  expect(change.sessionId).toBe('ses_wb3');
+  expect(change.sessionId).toBe('ses_wb3_3');
   expect(b.peek().map((m) => m.content)).toEqual(['watch me 3']);
   const ids = b.peek().map((m) => m.messageId);
   expect(b.ack(ids).acked).toEqual(ids);
