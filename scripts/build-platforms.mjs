@@ -58,9 +58,9 @@ function ensureZig() {
 }
 
 function ensureZigbuild() {
-  if (have('cargo', ['zigbuild', '--version'])) return { ok: true };
+  if (have('cargo-zigbuild', ['--version'])) return { ok: true };
   const r = sh('nice', ['-n', '19', 'cargo', 'install', '--locked', 'cargo-zigbuild', '--version', '0.24.1'], { stdio: ['ignore', 'inherit', 'inherit'] });
-  if (r.ok && have('cargo', ['zigbuild', '--version'])) return { ok: true };
+  if (r.ok && have('cargo-zigbuild', ['--version'])) return { ok: true };
   return { ok: false, why: 'cargo-zigbuild cannot be installed (cargo install cargo-zigbuild failed)' };
 }
 
@@ -86,7 +86,9 @@ function build(platform, t) {
   const outDir = fs.mkdtempSync(path.join(os.tmpdir(), `c2c-build-${platform}-`));
   try {
     const args = ['-n', '19', process.execPath, path.join(ROOT, 'node_modules', '@napi-rs', 'cli', 'dist', 'cli.js'),
-      'build', '--platform', '--release', '--target', t.zigTarget, '-x', '--output-dir', outDir, '--no-js', '--dts', 'unused.d.ts'];
+      'build', '--platform', '--release', '--target', t.zigTarget, '-x', '--output-dir', outDir, '--no-js', '--dts', 'unused.d.ts',
+      // one target dir per platform, so that several --only runs can build at once
+      '--target-dir', path.join(ROOT, 'target', 'cross', platform)];
     const cli = path.join(ROOT, 'node_modules', '@napi-rs', 'cli', 'dist', 'cli.js');
     const r = fs.existsSync(cli)
       ? sh('nice', args, { stdio: ['ignore', 'inherit', 'inherit'] })
