@@ -223,7 +223,7 @@ function parse(argv) {
 
 function loadAddon() {
   try {
-    return require('../index.js');
+    return require('../binding.js');
   } catch (e) {
     throw new CliError('E_ADDON_LOAD', `cannot load the native addon: ${e.message}`, EXIT_FAILED);
   }

@@ -18,9 +18,9 @@ const NODE_FILE = 'c2c-bridge.linux-x64-gnu.node';
 /** Copy the package as npm would install it, minus the `.node` file. */
 function copyPackageWithoutAddon(dest) {
   fs.mkdirSync(dest, { recursive: true });
-  for (const f of ['package.json', 'index.js', 'index.d.ts']) fs.copyFileSync(path.join(REPO_ROOT, f), path.join(dest, f));
-  fs.cpSync(path.join(REPO_ROOT, 'plugin', 'dist'), path.join(dest, 'plugin', 'dist'), { recursive: true });
-  fs.copyFileSync(path.join(REPO_ROOT, 'plugin', 'server.mjs'), path.join(dest, 'plugin', 'server.mjs'));
+  const pkg = JSON.parse(fs.readFileSync(path.join(REPO_ROOT, 'package.json'), 'utf8'));
+  fs.copyFileSync(path.join(REPO_ROOT, 'package.json'), path.join(dest, 'package.json'));
+  for (const f of pkg.files) fs.cpSync(path.join(REPO_ROOT, f), path.join(dest, f), { recursive: true });
   expect(fs.readdirSync(dest).filter((f) => f.endsWith('.node'))).toEqual([]);
 }
 
@@ -106,9 +106,11 @@ describe('the addon cannot load: OpenCode keeps serving sessions', () => {
       expect(f.stderr, oc.logs()).toHaveLength(1);
       expect(f.appLog, oc.logs()).toHaveLength(1);
       expect(f.other).toEqual([]);
-      // It names the load error (for a corrupt file napi-rs's loader reports "Cannot find native
-      // binding" first; the ELF error is only in err.cause — see the report).
-      expect(f.stderr[0]).toMatch(/Cannot find native binding|invalid ELF|Failed to load/);
+      // It names the platform, the package that should provide the binary and, for a corrupt
+      // file, the loader's reason (binding.js; napi-rs's own "Cannot find native binding" is gone).
+      expect(f.stderr[0]).toContain('the prebuilt binary for linux-x64-gnu');
+      expect(f.stderr[0]).toMatch(variant === 'missing' ? /is missing: the package c2c-bridge-linux-x64-gnu/ : /does not load: .*invalid ELF header/);
+      expect(f.stderr[0]).not.toContain('Cannot find native binding');
       expect(f.stderr[0]).toContain('OpenCode continues without it');
 
       if (variant === 'missing') {

@@ -55,7 +55,7 @@ function streams(io = {}) {
 
 function loadAddon(io) {
   if (io.addon) return io.addon;
-  return require('../../index.js');
+  return require('../../binding.js');
 }
 
 /** Print an error the way the rest of the CLI does and return `exit`. */
