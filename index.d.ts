@@ -440,6 +440,11 @@ export interface InboxMessage {
   released: boolean
   /** Set on a receipt notice from `c2c-system` about a message this session sent. */
   receipt?: ReceiptInfo
+  /**
+   * True when the stored text held invalid Unicode (a lone surrogate, bytes that are not
+   * UTF-8), replaced with U+FFFD when read; the frame says so.
+   */
+  repaired: boolean
 }
 
 /**
@@ -447,6 +452,13 @@ export interface InboxMessage {
  * Errors: `E_ROOT_INSECURE`, `E_STORE_CORRUPT`, `E_IO`.
  */
 export declare function listRegistrations(root: string): Array<PeerInfo>
+
+/**
+ * Registry records that name an alias but cannot be read as registrations (e.g. a string
+ * `registered_at`): they still hold their alias (fail closed), and `doctor` reports them.
+ * Errors: `E_ROOT_INSECURE`, `E_STORE_CORRUPT`, `E_IO`.
+ */
+export declare function listUnreadableRegistrations(root: string): Array<UnreadableRegistration>
 
 /** The version of the native core (the crate version, e.g. `"0.1.0"`). */
 export declare function nativeVersion(): string
@@ -626,8 +638,9 @@ export interface PermissionReplyText {
 
 /**
  * Whether an exclusive lock on `<root>/<file>.lock` can be taken within `timeoutMs`
- * (default 200): `doctor`'s lock-health probe. The lock is released at once.
- * Errors: `E_ROOT_INSECURE`, `E_IO`.
+ * (default 200): `doctor`'s lock-health probe. The lock is released at once. `file` must be
+ * a plain file name (not empty, no `/`, no leading dot).
+ * Errors: `E_INVALID_ARG` (a bad file name), `E_ROOT_INSECURE`, `E_IO`.
  */
 export declare function probeLock(root: string, file: string, timeoutMs?: number | undefined | null): boolean
 
@@ -649,7 +662,10 @@ export declare function readLog(root: string, limit?: number | undefined | null)
 export interface ReceiptInfo {
   /** The message. */
   messageId: string
-  /** `delivered`, `held`, `refused`, `expired`, `dropped`, `duplicate` or `rate_limited`. */
+  /**
+   * `delivered`, `held`, `refused`, `expired`, `dropped`, `duplicate`, `rate_limited` or
+   * `unreadable`.
+   */
   status: string
   /** The recipient alias as addressed. */
   toAlias: string
@@ -743,6 +759,16 @@ export interface SweepResult {
   removed: Array<RemovedRegistration>
   /** Messages moved to `dead-letter.jsonl` (none is dropped). */
   deadLettered: number
+}
+
+/** A registry record that names an alias but is not a readable registration. */
+export interface UnreadableRegistration {
+  /** The alias it holds. Peer-controlled: frame it before showing it to a model. */
+  alias: string
+  /** Its `session_id`, when that is a string. */
+  sessionId?: string
+  /** Why it cannot be read. */
+  detail: string
 }
 
 /** The answer of `outgoingVia`. */

@@ -846,6 +846,7 @@ module.exports.frameListing = nativeBinding.frameListing
 module.exports.frameMessage = nativeBinding.frameMessage
 module.exports.frameNotice = nativeBinding.frameNotice
 module.exports.listRegistrations = nativeBinding.listRegistrations
+module.exports.listUnreadableRegistrations = nativeBinding.listUnreadableRegistrations
 module.exports.nativeVersion = nativeBinding.nativeVersion
 module.exports.noop = nativeBinding.noop
 module.exports.parsePermissionReply = nativeBinding.parsePermissionReply
