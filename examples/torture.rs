@@ -206,10 +206,15 @@ fn run(args: &[String], get: impl Fn(&str) -> Option<String>) -> i32 {
         if failures.len() > 200 {
             break;
         }
-        std::thread::sleep(Duration::from_millis(kmin + rng() % (kmax - kmin + 1)));
         let live: Vec<usize> = (0..workers.len())
             .filter(|&i| workers[i].child.is_some())
             .collect();
+        // Each worker is killed about as often however many are left, so the last ones
+        // still get to finish (a Python start alone takes tens of milliseconds).
+        let scale = workers.len() as u64 / live.len().max(1) as u64;
+        std::thread::sleep(Duration::from_millis(
+            (kmin + rng() % (kmax - kmin + 1)) * scale.max(1),
+        ));
         if live.is_empty() {
             continue;
         }
@@ -432,6 +437,8 @@ fn check(root: &Path) -> Value {
         } else if name.ends_with(".json") {
             files += 1;
             read_array(&p, &mut unparsable);
+        } else if name.contains(".corrupt.") {
+            unparsable.push(format!("{name} (a file was found corrupt)"));
         } else if name.ends_with(".jsonl") || name == "broker.log" {
             files += 1;
             for v in read_lines(&p, &mut unparsable) {
@@ -452,6 +459,11 @@ fn check(root: &Path) -> Value {
             let p = e.path();
             if name.contains(".tmp.") {
                 tmp_left += 1;
+            } else if name == "meta.json" {
+                files += 1;
+                if serde_json::from_slice::<Value>(&std::fs::read(&p).unwrap_or_default()).is_err() {
+                    unparsable.push(p.display().to_string());
+                }
             } else if name.ends_with(".json") {
                 files += 1;
                 for v in read_array(&p, &mut unparsable) {
