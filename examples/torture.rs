@@ -97,6 +97,17 @@ fn run(args: &[String], get: impl Fn(&str) -> Option<String>) -> i32 {
         })
         .unwrap_or((5, 60));
     let python = get("--python");
+    // The real interpreter, not a shell shim (a SIGKILLed shim can leave its child behind).
+    let python_exe = python.as_ref().map(|_| {
+        Command::new("python3")
+            .args(["-c", "import sys; print(sys.executable)"])
+            .output()
+            .ok()
+            .and_then(|o| String::from_utf8(o.stdout).ok())
+            .map(|s| s.trim().to_string())
+            .filter(|s| !s.is_empty())
+            .unwrap_or_else(|| "python3".into())
+    });
     let tmp;
     let root = match get("--root") {
         Some(r) => PathBuf::from(r),
@@ -153,7 +164,7 @@ fn run(args: &[String], get: impl Fn(&str) -> Option<String>) -> i32 {
                 name.clone(),
                 "python-lockf",
                 vec![
-                    "python3".into(),
+                    python_exe.clone().unwrap_or_default(),
                     py.clone(),
                     root.display().to_string(),
                     name,
