@@ -201,7 +201,8 @@ pub(crate) fn sync_dir(dir: &Path) -> Result<()> {
 }
 
 /// Append one JSON value per line to `path` (created 0600, never through a symlink) and
-/// fsync it. Used for `archive/<sid>.jsonl`, `dead-letter.jsonl` and room histories.
+/// fsync it. A failed append (e.g. ENOSPC) is rolled back: the file is cut back to its old
+/// length, or removed when this call created it. Used for `archive/<sid>.jsonl`, `dead-letter.jsonl` and room histories.
 ///
 /// # Errors
 /// [`Error::Io`] naming the file.
@@ -214,16 +215,33 @@ pub fn append_jsonl(path: &Path, values: &[Value]) -> Result<()> {
         serde_json::to_writer(&mut buf, v).map_err(|e| Error::io(path, e.into()))?;
         buf.push(b'\n');
     }
-    let mut file = OpenOptions::new()
-        .append(true)
-        .create(true)
-        .mode(0o600)
-        .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
-        .open(path)
-        .map_err(|e| Error::io(path, e))?;
-    file.write_all(&buf)
-        .and_then(|_| file.sync_data())
-        .map_err(|e| Error::io(path, e))
+    let open = |create_new: bool| {
+        OpenOptions::new()
+            .append(true)
+            .create_new(create_new)
+            .mode(0o600)
+            .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
+            .open(path)
+    };
+    let (mut file, created) = match open(true) {
+        Ok(f) => (f, true),
+        Err(e) if e.kind() == ErrorKind::AlreadyExists => {
+            (open(false).map_err(|e| Error::io(path, e))?, false)
+        }
+        Err(e) => return Err(Error::io(path, e)),
+    };
+    let before = file.metadata().map_err(|e| Error::io(path, e))?.len();
+    if let Err(e) = file.write_all(&buf).and_then(|_| file.sync_data()) {
+        // A full disk can take part of the buffer: roll back to the old end (or remove the
+        // file this call created), so no torn line is left behind.
+        if created {
+            let _ = std::fs::remove_file(path);
+        } else {
+            let _ = file.set_len(before);
+        }
+        return Err(Error::io(path, e));
+    }
+    Ok(())
 }
 
 /// [`append_jsonl`] made idempotent for records that move from one file to another:
