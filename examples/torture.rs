@@ -117,8 +117,7 @@ fn run(args: &[String], get: impl Fn(&str) -> Option<String>) -> i32 {
         }
     };
     std::fs::create_dir_all(root.join("journal")).unwrap();
-    std::fs::set_permissions(&root, std::os::unix::fs::PermissionsExt::from_mode(0o700))
-        .unwrap();
+    std::fs::set_permissions(&root, std::os::unix::fs::PermissionsExt::from_mode(0o700)).unwrap();
     let exe = std::env::current_exe().unwrap();
     let mut workers: Vec<Worker> = Vec::new();
     let mut add = |name: String, role: &str, cmd: Vec<String>| {
@@ -273,7 +272,12 @@ fn journal(file: &mut std::fs::File, v: Value) {
     file.sync_data().unwrap();
 }
 
-fn open_broker(root: &Path, sid: &str, alias: &str, inbound: &str) -> c2c_bridge::error::Result<Broker> {
+fn open_broker(
+    root: &Path,
+    sid: &str,
+    alias: &str,
+    inbound: &str,
+) -> c2c_bridge::error::Result<Broker> {
     Broker::open(OpenOptions {
         session_id: sid.into(),
         alias: Some(alias.into()),
@@ -342,11 +346,15 @@ fn worker(root: &Path, role: &str, name: &str, ops: u64, seed: u64) {
                 }
             }
             "sendall" => match b.send_all(&content, &opts) {
-                Ok(r) => json!({"op": n, "sent": r.sent.iter().map(|r| r.message_id.clone()).collect::<Vec<_>>()}),
+                Ok(r) => {
+                    json!({"op": n, "sent": r.sent.iter().map(|r| r.message_id.clone()).collect::<Vec<_>>()})
+                }
                 Err(e) => json!({"op": n, "error": e.code().as_str()}),
             },
             "room" => match b.send_room("lobby", &content, &opts) {
-                Ok(r) => json!({"op": n, "sent": r.sent.iter().map(|r| r.message_id.clone()).collect::<Vec<_>>()}),
+                Ok(r) => {
+                    json!({"op": n, "sent": r.sent.iter().map(|r| r.message_id.clone()).collect::<Vec<_>>()})
+                }
                 Err(e) => json!({"op": n, "error": e.code().as_str()}),
             },
             "pending" => {
@@ -403,11 +411,13 @@ fn worker(root: &Path, role: &str, name: &str, ops: u64, seed: u64) {
 fn check(root: &Path) -> Value {
     let mut unparsable: Vec<String> = Vec::new();
     let mut where_found: HashMap<String, Vec<String>> = HashMap::new();
-    let mut note = |id: &str, place: String| {
-        where_found.entry(id.to_string()).or_default().push(place)
-    };
+    let mut note =
+        |id: &str, place: String| where_found.entry(id.to_string()).or_default().push(place);
     let read_array = |p: &Path, bad: &mut Vec<String>| -> Vec<Value> {
-        match std::fs::read(p).ok().map(|b| serde_json::from_slice::<Value>(&b)) {
+        match std::fs::read(p)
+            .ok()
+            .map(|b| serde_json::from_slice::<Value>(&b))
+        {
             Some(Ok(Value::Array(a))) => a,
             Some(_) => {
                 bad.push(p.display().to_string());
@@ -472,7 +482,8 @@ fn check(root: &Path) -> Value {
                 tmp_left += 1;
             } else if name == "meta.json" {
                 files += 1;
-                if serde_json::from_slice::<Value>(&std::fs::read(&p).unwrap_or_default()).is_err() {
+                if serde_json::from_slice::<Value>(&std::fs::read(&p).unwrap_or_default()).is_err()
+                {
                     unparsable.push(p.display().to_string());
                 }
             } else if name.ends_with(".json") {

@@ -231,9 +231,8 @@ pub fn parse(path: &Path, bytes: &[u8]) -> Result<Vec<Entry>> {
         .map(|(i, r)| {
             classify(r, || {
                 // The whole-file fast path kept no element bytes: split once, on demand.
-                let ranges = ranges.get_or_insert_with(|| {
-                    records::split_array(bytes).unwrap_or_default()
-                });
+                let ranges =
+                    ranges.get_or_insert_with(|| records::split_array(bytes).unwrap_or_default());
                 ranges
                     .get(i)
                     .map(|r| bytes[r.clone()].to_vec())

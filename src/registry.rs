@@ -197,7 +197,10 @@ mod tests {
         );
         assert_eq!(u[0].session_id.as_deref(), Some("s1"));
         assert!(u[1].detail.contains("pid_start_time") || u[1].detail.contains("string"));
-        assert!(u[0].as_holder().is_alive(), "unknown liveness counts as alive");
+        assert!(
+            u[0].as_holder().is_alive(),
+            "unknown liveness counts as alive"
+        );
     }
 
     #[test]

@@ -47,7 +47,9 @@ fn assert_unchanged(root: &Path, before: &BTreeMap<PathBuf, Vec<u8>>, strict: bo
     let mut after = BTreeMap::new();
     snapshot(root, &mut after);
     for (p, old) in before {
-        let new = after.get(p).unwrap_or_else(|| panic!("{} disappeared", p.display()));
+        let new = after
+            .get(p)
+            .unwrap_or_else(|| panic!("{} disappeared", p.display()));
         let name = p.file_name().unwrap().to_string_lossy();
         let appendable = name.ends_with(".jsonl") || name == "broker.log";
         if strict || !appendable {
@@ -69,10 +71,15 @@ fn assert_unchanged(root: &Path, before: &BTreeMap<PathBuf, Vec<u8>>, strict: bo
 /// Run every writing operation; each must fail with E_IO naming a path inside `root`.
 fn every_write_fails(root: &Path, a: &Broker, b: &Broker, stored: &str) -> usize {
     let io = |what: &str, r: c2c_bridge::error::Result<()>| {
-        let e = r.err().unwrap_or_else(|| panic!("{what} succeeded on a full/read-only root"));
+        let e = r
+            .err()
+            .unwrap_or_else(|| panic!("{what} succeeded on a full/read-only root"));
         assert_eq!(e.code(), ErrorCode::Io, "{what}: {e}");
         let text = e.to_string();
-        assert!(text.contains(&root.display().to_string()), "{what}: no path in {text:?}");
+        assert!(
+            text.contains(&root.display().to_string()),
+            "{what}: no path in {text:?}"
+        );
     };
     let o = SendOptions::default();
     let big = "x".repeat(12 * 1024);
@@ -89,7 +96,8 @@ fn every_write_fails(root: &Path, a: &Broker, b: &Broker, stored: &str) -> usize
     io("ack", b.ack(&[stored.to_string()]).map(drop));
     io(
         "acknowledge",
-        b.acknowledge(&[stored.to_string()], Status::Delivered).map(drop),
+        b.acknowledge(&[stored.to_string()], Status::Delivered)
+            .map(drop),
     );
     8
 }
@@ -119,7 +127,11 @@ fn full_disk_and_read_only_root_fail_with_e_io_and_change_nothing() {
     a.join_room("lobby").unwrap();
     b.join_room("lobby").unwrap();
     let stored = a
-        .send("bob", "stored before the disk filled", &SendOptions::default())
+        .send(
+            "bob",
+            "stored before the disk filled",
+            &SendOptions::default(),
+        )
         .unwrap()
         .message_id;
     a.open_pending_reply("perm-1", "permission", &["bob".into()])
@@ -131,7 +143,11 @@ fn full_disk_and_read_only_root_fail_with_e_io_and_change_nothing() {
     let chunk = vec![0u8; 4096];
     loop {
         use std::io::Write;
-        if filler.write_all(&chunk).and_then(|_| filler.sync_data()).is_err() {
+        if filler
+            .write_all(&chunk)
+            .and_then(|_| filler.sync_data())
+            .is_err()
+        {
             break;
         }
     }

@@ -45,7 +45,9 @@ fn append_raw(path: &Path, elems: &[&[u8]]) {
 fn quarantined(root: &Path) -> Vec<Vec<u8>> {
     let dir = root.join("quarantine");
     let mut out: Vec<Vec<u8>> = match std::fs::read_dir(&dir) {
-        Ok(rd) => rd.map(|e| std::fs::read(e.unwrap().path()).unwrap()).collect(),
+        Ok(rd) => rd
+            .map(|e| std::fs::read(e.unwrap().path()).unwrap())
+            .collect(),
         Err(_) => Vec::new(),
     };
     out.sort();
@@ -56,7 +58,8 @@ const SURROGATE: &[u8] = br#"{"from_alias":"alice","from_session_id":"ses_a","to
 const BAD_UTF8: &[u8] = b"{\"from_alias\":\"carol\",\"to_alias\":\"bob\",\"content\":\"caf\xe9 \xff ok\",\"ts\":2.5,\"message_id\":\"m-latin1\"}";
 const NOT_JSON: &[u8] = br#"{"from_alias":"alice","from_session_id":"ses_a","to_alias":"bob","message_id":"m-broken","content": tru}"#;
 const NO_MESSAGE: &[u8] = br#"{"from_alias":"alice","from_session_id":"ses_a","to_alias":"bob","message_id":"m-typed","content":42}"#;
-const ROOM_FANOUT: &[u8] = br#"{"from_alias":"carol","to_alias":"bob#lobby","content":"c2c room post","ts":3.0}"#;
+const ROOM_FANOUT: &[u8] =
+    br#"{"from_alias":"carol","to_alias":"bob#lobby","content":"c2c room post","ts":3.0}"#;
 
 #[test]
 fn a_poisoned_inbox_delivers_every_other_record_and_keeps_taking_mail() {
@@ -66,12 +69,18 @@ fn a_poisoned_inbox_delivers_every_other_record_and_keeps_taking_mail() {
     let b = open(&root, "ses_b", "bob");
     let before = a.send("bob", "before", &SendOptions::default()).unwrap();
     let inbox = root.join("ses_b.inbox.json");
-    append_raw(&inbox, &[SURROGATE, BAD_UTF8, NOT_JSON, NO_MESSAGE, ROOM_FANOUT]);
+    append_raw(
+        &inbox,
+        &[SURROGATE, BAD_UTF8, NOT_JSON, NO_MESSAGE, ROOM_FANOUT],
+    );
 
     // Reading moves nothing, and shows the messages (repaired ones marked).
     let seen = b.peek().unwrap();
     let ids: Vec<&str> = seen.iter().map(|m| m.message_id.as_str()).collect();
-    assert_eq!(ids, vec![before.message_id.as_str(), "m-surrogate", "m-latin1"]);
+    assert_eq!(
+        ids,
+        vec![before.message_id.as_str(), "m-surrogate", "m-latin1"]
+    );
     assert_eq!(seen[1].content, "status: build green \u{fffd}");
     assert_eq!(seen[1].repaired, Some(true));
     assert_eq!(seen[2].content, "caf\u{fffd} \u{fffd} ok");
@@ -81,10 +90,17 @@ fn a_poisoned_inbox_delivers_every_other_record_and_keeps_taking_mail() {
     // A send to that session works, and (holding the lock) moves the bad records aside.
     let after = a.send("bob", "after", &SendOptions::default()).unwrap();
     let kept = quarantined(&root);
-    let mut want: Vec<Vec<u8>> =
-        vec![SURROGATE.to_vec(), BAD_UTF8.to_vec(), NOT_JSON.to_vec(), NO_MESSAGE.to_vec()];
+    let mut want: Vec<Vec<u8>> = vec![
+        SURROGATE.to_vec(),
+        BAD_UTF8.to_vec(),
+        NOT_JSON.to_vec(),
+        NO_MESSAGE.to_vec(),
+    ];
     want.sort();
-    assert_eq!(kept, want, "originals and unreadable records, byte for byte");
+    assert_eq!(
+        kept, want,
+        "originals and unreadable records, byte for byte"
+    );
     for e in std::fs::read_dir(root.join("quarantine")).unwrap() {
         use std::os::unix::fs::PermissionsExt;
         let mode = e.unwrap().metadata().unwrap().permissions().mode() & 0o777;
@@ -120,20 +136,25 @@ fn a_poisoned_inbox_delivers_every_other_record_and_keeps_taking_mail() {
         ]
     );
     let framed = c2c_bridge::framing::frame_inbox_message(&g.deliver[1]);
-    assert!(framed.contains("note: the stored text was not valid Unicode"), "{framed}");
+    assert!(
+        framed.contains("note: the stored text was not valid Unicode"),
+        "{framed}"
+    );
     assert!(framed.contains("status: build green \u{fffd}"));
     let plain = c2c_bridge::framing::frame_inbox_message(&g.deliver[0]);
     assert!(!plain.contains("not valid Unicode"));
     let acked = b
         .acknowledge(
-            &g.deliver.iter().map(|m| m.message_id.clone()).collect::<Vec<_>>(),
+            &g.deliver
+                .iter()
+                .map(|m| m.message_id.clone())
+                .collect::<Vec<_>>(),
             Status::Delivered,
         )
         .unwrap();
     assert_eq!(acked.len(), 4);
     // What is left is the c2c record this version does not deliver (issue 13).
-    let left: serde_json::Value =
-        serde_json::from_slice(&std::fs::read(&inbox).unwrap()).unwrap();
+    let left: serde_json::Value = serde_json::from_slice(&std::fs::read(&inbox).unwrap()).unwrap();
     assert_eq!(left.as_array().unwrap().len(), 1);
 }
 
@@ -163,7 +184,9 @@ fn not_an_array_at_all_is_still_corrupt() {
     std::fs::write(&inbox, b"{\"content\":\"\\ud83c\"}").unwrap();
     assert_eq!(b.peek().unwrap_err().code(), ErrorCode::StoreCorrupt);
     assert_eq!(
-        a.send("bob", "x", &SendOptions::default()).unwrap_err().code(),
+        a.send("bob", "x", &SendOptions::default())
+            .unwrap_err()
+            .code(),
         ErrorCode::StoreCorrupt
     );
     assert_eq!(std::fs::read(&inbox).unwrap(), b"{\"content\":\"\\ud83c\"}");
@@ -197,7 +220,11 @@ fn an_unparsed_registration_keeps_its_alias() {
     assert!(e.to_string().contains("Bob-2"), "{e}");
     let records: Vec<serde_json::Value> =
         serde_json::from_slice(&std::fs::read(&reg).unwrap()).unwrap();
-    assert_eq!(records.len(), 2, "no second bob, the unreadable record kept");
+    assert_eq!(
+        records.len(),
+        2,
+        "no second bob, the unreadable record kept"
+    );
     // The alias is not listed as a peer (it cannot be read), nor a send target.
     assert!(a.list_peers().unwrap().iter().all(|p| p.alias != "bob"));
     // Another alias is fine.

@@ -129,128 +129,118 @@ impl Broker {
         let ttl = self.held_ttl.as_secs_f64();
         let sid = self.session_id().to_string();
         let report = self.update_inbox(&sid, |records| {
-                let mut report = GateReport::default();
-                let window = super::messaging::archive_window(records);
-                let mut keep = Vec::with_capacity(records.len());
-                let mut to_hold: Vec<Value> = Vec::new();
-                let mut to_archive: Vec<Value> = Vec::new();
-                for v in std::mem::take(records) {
-                    let Some(m) = Message::from_value(&v) else {
+            let mut report = GateReport::default();
+            let window = super::messaging::archive_window(records);
+            let mut keep = Vec::with_capacity(records.len());
+            let mut to_hold: Vec<Value> = Vec::new();
+            let mut to_archive: Vec<Value> = Vec::new();
+            for v in std::mem::take(records) {
+                let Some(m) = Message::from_value(&v) else {
+                    keep.push(v);
+                    continue;
+                };
+                let sender = regs.iter().find(|r| match &m.from_session_id {
+                    Some(sid) => &r.session_id == sid,
+                    None => r.alias.eq_ignore_ascii_case(&m.from_alias),
+                });
+                let facts = sender.map(|r| SenderFacts {
+                    directory: r.directory.as_deref(),
+                });
+                let decision = decide_inbound(
+                    self.inbound,
+                    facts.as_ref(),
+                    ours.as_deref(),
+                    Self::ingress_of(&m),
+                );
+                match decision {
+                    InboundDecision::Accept => {
+                        report.deliver.push(m);
                         keep.push(v);
-                        continue;
-                    };
-                    let sender = regs.iter().find(|r| match &m.from_session_id {
-                        Some(sid) => &r.session_id == sid,
-                        None => r.alias.eq_ignore_ascii_case(&m.from_alias),
-                    });
-                    let facts = sender.map(|r| SenderFacts {
-                        directory: r.directory.as_deref(),
-                    });
-                    let decision = decide_inbound(
-                        self.inbound,
-                        facts.as_ref(),
-                        ours.as_deref(),
-                        Self::ingress_of(&m),
-                    );
-                    match decision {
-                        InboundDecision::Accept => {
-                            report.deliver.push(m);
-                            keep.push(v);
+                    }
+                    InboundDecision::Hold { reason } => {
+                        let mut h = v;
+                        if let Value::Object(o) = &mut h {
+                            o.insert("held_at".into(), Value::from(now));
+                            o.insert("hold_reason".into(), Value::from(hold_reason_text(reason)));
                         }
-                        InboundDecision::Hold { reason } => {
-                            let mut h = v;
-                            if let Value::Object(o) = &mut h {
-                                o.insert("held_at".into(), Value::from(now));
-                                o.insert(
-                                    "hold_reason".into(),
-                                    Value::from(hold_reason_text(reason)),
-                                );
-                            }
-                            report.held.push(m.message_id.clone());
-                            to_hold.push(h);
-                            if let Some(sid) = &m.from_session_id {
-                                notices.push((
-                                    sid.clone(),
-                                    receipt(&m, Status::Held, hold_reason_text(reason)),
-                                ));
-                            }
-                        }
-                        InboundDecision::Refuse { .. } => {
-                            report.refused.push(m.message_id.clone());
-                            to_archive.push(archived(
-                                v,
-                                now,
-                                "c2c-bridge:refused",
-                                self.session_id(),
+                        report.held.push(m.message_id.clone());
+                        to_hold.push(h);
+                        if let Some(sid) = &m.from_session_id {
+                            notices.push((
+                                sid.clone(),
+                                receipt(&m, Status::Held, hold_reason_text(reason)),
                             ));
+                        }
+                    }
+                    InboundDecision::Refuse { .. } => {
+                        report.refused.push(m.message_id.clone());
+                        to_archive.push(archived(v, now, "c2c-bridge:refused", self.session_id()));
+                        if let Some(sid) = &m.from_session_id {
+                            notices.push((
+                                sid.clone(),
+                                receipt(
+                                    &m,
+                                    Status::Refused,
+                                    "the recipient's inbound policy is refuse",
+                                ),
+                            ));
+                        }
+                    }
+                }
+            }
+            if !to_hold.is_empty() {
+                store::update_array(&held_path, self.lock_timeout(), |held| {
+                    // Expired entries do not count against the cap.
+                    let live = held
+                        .iter()
+                        .filter(|h| {
+                            h.get("held_at")
+                                .and_then(Value::as_f64)
+                                .is_some_and(|t| t + ttl > now)
+                        })
+                        .count();
+                    let room = self.held_cap.saturating_sub(live);
+                    // A message already held is there from a hold that crashed before
+                    // the inbox was rewritten: it is not held twice.
+                    let already: HashSet<String> = held
+                        .iter()
+                        .filter_map(|h| raw_message_id(h).map(str::to_string))
+                        .collect();
+                    to_hold.retain(|h| raw_message_id(h).is_none_or(|id| !already.contains(id)));
+                    for (i, h) in to_hold.drain(..).enumerate() {
+                        if i < room {
+                            held.push(h);
+                        } else if let Some(m) = Message::from_value(&h) {
+                            report.held.retain(|id| id != &m.message_id);
+                            report.dropped.push(m.message_id.clone());
+                            notices.retain(|(_, r)| r.message_id != m.message_id);
                             if let Some(sid) = &m.from_session_id {
                                 notices.push((
                                     sid.clone(),
                                     receipt(
                                         &m,
-                                        Status::Refused,
-                                        "the recipient's inbound policy is refuse",
+                                        Status::Dropped,
+                                        "the recipient's held inbox is full",
                                     ),
                                 ));
                             }
+                            to_archive.push(archived(
+                                h,
+                                now,
+                                "c2c-bridge:held-full",
+                                self.session_id(),
+                            ));
                         }
                     }
-                }
-                if !to_hold.is_empty() {
-                    store::update_array(&held_path, self.lock_timeout(), |held| {
-                        // Expired entries do not count against the cap.
-                        let live = held
-                            .iter()
-                            .filter(|h| {
-                                h.get("held_at")
-                                    .and_then(Value::as_f64)
-                                    .is_some_and(|t| t + ttl > now)
-                            })
-                            .count();
-                        let room = self.held_cap.saturating_sub(live);
-                        // A message already held is there from a hold that crashed before
-                        // the inbox was rewritten: it is not held twice.
-                        let already: HashSet<String> = held
-                            .iter()
-                            .filter_map(|h| raw_message_id(h).map(str::to_string))
-                            .collect();
-                        to_hold.retain(|h| raw_message_id(h).is_none_or(|id| !already.contains(id)));
-                        for (i, h) in to_hold.drain(..).enumerate() {
-                            if i < room {
-                                held.push(h);
-                            } else if let Some(m) = Message::from_value(&h) {
-                                report.held.retain(|id| id != &m.message_id);
-                                report.dropped.push(m.message_id.clone());
-                                notices.retain(|(_, r)| r.message_id != m.message_id);
-                                if let Some(sid) = &m.from_session_id {
-                                    notices.push((
-                                        sid.clone(),
-                                        receipt(
-                                            &m,
-                                            Status::Dropped,
-                                            "the recipient's held inbox is full",
-                                        ),
-                                    ));
-                                }
-                                to_archive.push(archived(
-                                    h,
-                                    now,
-                                    "c2c-bridge:held-full",
-                                    self.session_id(),
-                                ));
-                            }
-                        }
-                        Ok(((), true))
-                    })?;
-                }
-                store::file::append_jsonl_once(&archive, &to_archive, window)?;
-                let changed = !report.held.is_empty()
-                    || !report.refused.is_empty()
-                    || !report.dropped.is_empty();
-                *records = keep;
-                Ok((report, changed))
-            },
-        )?;
+                    Ok(((), true))
+                })?;
+            }
+            store::file::append_jsonl_once(&archive, &to_archive, window)?;
+            let changed =
+                !report.held.is_empty() || !report.refused.is_empty() || !report.dropped.is_empty();
+            *records = keep;
+            Ok((report, changed))
+        })?;
         let mut report = report;
         self.classify_permission_replies(&mut report)?;
         if !(report.held.is_empty() && report.refused.is_empty() && report.dropped.is_empty()) {
@@ -345,16 +335,14 @@ impl Broker {
     fn take_from_inbox_by_ids(&self, ids: &[String]) -> Result<(Vec<Value>, ())> {
         let sid = self.session_id().to_string();
         let taken = self.update_inbox(&sid, |recs| {
-                let (taken, kept): (Vec<Value>, Vec<Value>) =
-                    std::mem::take(recs).into_iter().partition(|v| {
-                        crate::inbox::raw_message_id(v)
-                            .is_some_and(|id| ids.iter().any(|x| x == id))
-                    });
-                *recs = kept;
-                let changed = !taken.is_empty();
-                Ok((taken, changed))
-            },
-        )?;
+            let (taken, kept): (Vec<Value>, Vec<Value>) =
+                std::mem::take(recs).into_iter().partition(|v| {
+                    crate::inbox::raw_message_id(v).is_some_and(|id| ids.iter().any(|x| x == id))
+                });
+            *recs = kept;
+            let changed = !taken.is_empty();
+            Ok((taken, changed))
+        })?;
         Ok((taken, ()))
     }
 

@@ -209,8 +209,7 @@ impl Broker {
         session_id: &str,
         f: impl FnOnce(&mut Vec<Value>) -> Result<(T, bool)>,
     ) -> Result<T> {
-        let (out, moved) =
-            crate::inbox::update(self.root(), session_id, self.lock_timeout(), f)?;
+        let (out, moved) = crate::inbox::update(self.root(), session_id, self.lock_timeout(), f)?;
         self.report_set_aside(session_id, moved);
         Ok(out)
     }
@@ -420,20 +419,20 @@ impl Broker {
         let sid = self.session_id().to_string();
         let sid_owned = self.session_id().to_string();
         let taken = self.update_inbox(&sid_owned, |records| {
-                let window = archive_window(records);
-                let (taken, kept): (Vec<Value>, Vec<Value>) =
-                    std::mem::take(records).into_iter().partition(|v| pick(v));
-                *records = kept;
-                if taken.is_empty() {
-                    return Ok((taken, false));
-                }
-                let now = crate::time::now_secs();
-                let lines: Vec<Value> = taken
-                    .iter()
-                    .map(|v| archived(v.clone(), now, &format!("c2c-bridge:{how}"), &sid))
-                    .collect();
-                store::file::append_jsonl_once(&archive, &lines, window)?;
-                Ok((taken, true))
+            let window = archive_window(records);
+            let (taken, kept): (Vec<Value>, Vec<Value>) =
+                std::mem::take(records).into_iter().partition(|v| pick(v));
+            *records = kept;
+            if taken.is_empty() {
+                return Ok((taken, false));
+            }
+            let now = crate::time::now_secs();
+            let lines: Vec<Value> = taken
+                .iter()
+                .map(|v| archived(v.clone(), now, &format!("c2c-bridge:{how}"), &sid))
+                .collect();
+            store::file::append_jsonl_once(&archive, &lines, window)?;
+            Ok((taken, true))
         })?;
         if !taken.is_empty() {
             self.audit().event(

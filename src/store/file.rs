@@ -130,13 +130,10 @@ fn create_new_0600(path: &Path) -> std::io::Result<File> {
 /// [`Error::Io`] naming the file.
 pub(crate) fn write_new_0600(path: &Path, bytes: &[u8]) -> Result<()> {
     match create_new_0600(path) {
-        Ok(mut f) => f
-            .write_all(bytes)
-            .and_then(|_| f.sync_all())
-            .map_err(|e| {
-                let _ = std::fs::remove_file(path);
-                Error::io(path, e)
-            }),
+        Ok(mut f) => f.write_all(bytes).and_then(|_| f.sync_all()).map_err(|e| {
+            let _ = std::fs::remove_file(path);
+            Error::io(path, e)
+        }),
         Err(e) if e.kind() == ErrorKind::AlreadyExists => Ok(()),
         Err(e) => Err(Error::io(path, e)),
     }

@@ -161,7 +161,16 @@ mod tests {
             sidecar_in(root, "ses_a.inbox.json"),
             Some(PathBuf::from("/r/broker/ses_a.inbox.lock"))
         );
-        for bad in ["", ".", "..", ".hidden", "a/b", "../x", "/etc/passwd", "a\0b"] {
+        for bad in [
+            "",
+            ".",
+            "..",
+            ".hidden",
+            "a/b",
+            "../x",
+            "/etc/passwd",
+            "a\0b",
+        ] {
             assert_eq!(sidecar_in(root, bad), None, "{bad:?}");
         }
         assert_eq!(sidecar_in(root, &"x".repeat(256)), None);

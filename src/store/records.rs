@@ -82,10 +82,7 @@ pub fn parse_records(path: &Path, bytes: &[u8]) -> Result<Vec<Record>> {
             items.into_iter().map(Record::Clean).collect()
         });
     };
-    Ok(ranges
-        .into_iter()
-        .map(|r| classify(&bytes[r]))
-        .collect())
+    Ok(ranges.into_iter().map(|r| classify(&bytes[r])).collect())
 }
 
 /// Parse one element's bytes: clean, repaired or unreadable.
@@ -291,7 +288,10 @@ mod tests {
         match &recs[1] {
             Record::Repaired { value, raw } => {
                 assert_eq!(value["c"], "status: build green \u{fffd}");
-                assert_eq!(raw.as_slice(), &b"{\"c\":\"status: build green \\ud83c\"}"[..]);
+                assert_eq!(
+                    raw.as_slice(),
+                    &b"{\"c\":\"status: build green \\ud83c\"}"[..]
+                );
             }
             other => panic!("{other:?}"),
         }
@@ -346,7 +346,10 @@ mod tests {
 
     #[test]
     fn repair_leaves_valid_text_alone() {
-        assert_eq!(repair_unicode(br#"{"a":"\u00e9\n\"\\","b":"\ud83c\udf89"}"#), None);
+        assert_eq!(
+            repair_unicode(br#"{"a":"\u00e9\n\"\\","b":"\ud83c\udf89"}"#),
+            None
+        );
         assert_eq!(repair_unicode("{\"a\":\"ünï ✓\"}".as_bytes()), None);
         // outside strings nothing is touched (the element stays unreadable)
         assert_eq!(repair_unicode(b"{\xff:1}"), None);
