@@ -551,6 +551,11 @@ export interface InboxMessage {
   released: boolean
   /** Set on a receipt notice from `c2c-system` about a message this session sent. */
   receipt?: ReceiptInfo
+  /**
+   * True when the stored text held invalid Unicode (a lone surrogate, bytes that are not
+   * UTF-8), replaced with U+FFFD when read; the frame says so.
+   */
+  repaired: boolean
 }
 
 /** What one inbox holds, record by record (see `inspectInbox`). */
@@ -591,6 +596,13 @@ export declare function listAliasBook(root: string): Array<AliasBookEntry>
  * Errors: `E_ROOT_INSECURE`, `E_STORE_CORRUPT`, `E_IO`.
  */
 export declare function listRegistrations(root: string): Array<PeerInfo>
+
+/**
+ * Registry records that name an alias but cannot be read as registrations (e.g. a string
+ * `registered_at`): they still hold their alias (fail closed), and `doctor` reports them.
+ * Errors: `E_ROOT_INSECURE`, `E_STORE_CORRUPT`, `E_IO`.
+ */
+export declare function listUnreadableRegistrations(root: string): Array<UnreadableRegistration>
 
 /** The version of the native core (the crate version, e.g. `"0.1.0"`). */
 export declare function nativeVersion(): string
@@ -785,8 +797,9 @@ export interface PermissionReplyText {
 
 /**
  * Whether an exclusive lock on `<root>/<file>.lock` can be taken within `timeoutMs`
- * (default 200): `doctor`'s lock-health probe. The lock is released at once.
- * Errors: `E_ROOT_INSECURE`, `E_IO`.
+ * (default 200): `doctor`'s lock-health probe. The lock is released at once. `file` must be
+ * a plain file name (not empty, no `/`, no leading dot).
+ * Errors: `E_INVALID_ARG` (a bad file name), `E_ROOT_INSECURE`, `E_IO`.
  */
 export declare function probeLock(root: string, file: string, timeoutMs?: number | undefined | null): boolean
 
@@ -811,6 +824,8 @@ export interface ReceiptInfo {
   /**
    * `delivered`, `paused` (still queued), `held`, `refused`, `expired`, `dropped`,
    * `duplicate` or `rate_limited`.
+   * `delivered`, `held`, `refused`, `expired`, `dropped`, `duplicate`, `rate_limited` or
+   * `unreadable`.
    */
   status: string
   /** The recipient alias as addressed. */
@@ -984,6 +999,14 @@ export interface ValidOptions {
   fallbackIntervalMs?: number
   /** `retryBaseMs`, milliseconds (10–60000). */
   retryBaseMs?: number
+/** A registry record that names an alias but is not a readable registration. */
+export interface UnreadableRegistration {
+  /** The alias it holds. Peer-controlled: frame it before showing it to a model. */
+  alias: string
+  /** Its `session_id`, when that is a string. */
+  sessionId?: string
+  /** Why it cannot be read. */
+  detail: string
 }
 
 /** The answer of `outgoingVia`. */

@@ -850,6 +850,7 @@ module.exports.frameNotice = nativeBinding.frameNotice
 module.exports.inspectInbox = nativeBinding.inspectInbox
 module.exports.listAliasBook = nativeBinding.listAliasBook
 module.exports.listRegistrations = nativeBinding.listRegistrations
+module.exports.listUnreadableRegistrations = nativeBinding.listUnreadableRegistrations
 module.exports.nativeVersion = nativeBinding.nativeVersion
 module.exports.noop = nativeBinding.noop
 module.exports.parsePermissionReply = nativeBinding.parsePermissionReply

@@ -563,6 +563,17 @@ function cmdDoctor(addon, values) {
   for (const r of regs) {
     text.push(`  ${r.alive ? 'alive' : 'dead '}  ${safe(r.alias)}  ${safe(r.sessionId)}  pid=${r.pid ?? '-'}`);
   }
+  // Records that name an alias but cannot be read still hold it (fail closed): report them.
+  report.unreadableRegistrations = [];
+  try {
+    report.unreadableRegistrations = addon.listUnreadableRegistrations(loc.path);
+  } catch {
+    // already reported above with the registrations
+  }
+  for (const u of report.unreadableRegistrations) {
+    report.problems.push(`registry.json: unreadable registration for alias ${JSON.stringify(u.alias)} (${u.detail}); it keeps holding the alias until it is fixed or removed`);
+    text.push(`  UNREADABLE  ${safe(u.alias)}  ${safe(u.sessionId ?? '-')}  ${safe(u.detail)}`);
+  }
 
   const registered = new Set(regs.map((r) => r.sessionId));
   for (const name of fs.readdirSync(loc.path).sort()) {

@@ -11,12 +11,14 @@
 //! Lock order: this session's inbox lock, then its held-file lock. Notices to other sessions
 //! are enqueued only after both are released, so two sessions gating at once cannot deadlock.
 
+use std::collections::HashSet;
+
 use serde_json::Value;
 
 use super::Broker;
 use crate::error::{Error, Result};
 use crate::fields;
-use crate::inbox::{archived, Message};
+use crate::inbox::{archived, raw_message_id, Message};
 use crate::log::short_hash;
 use crate::policy::inbound::{decide_inbound, HoldReason, InboundDecision, Ingress, SenderFacts};
 use crate::receipts::{Receipt, Status};
@@ -128,6 +130,7 @@ impl Broker {
         let sid = self.session_id().to_string();
         let report = self.update_inbox(&sid, |records| {
             let mut report = GateReport::default();
+            let window = super::messaging::archive_window(records);
             let mut keep = Vec::with_capacity(records.len());
             let mut to_hold: Vec<Value> = Vec::new();
             let mut to_archive: Vec<Value> = Vec::new();
@@ -198,6 +201,15 @@ impl Broker {
                         })
                         .count();
                     let room = self.held_cap.saturating_sub(live);
+                    // A message already held is there from a hold that crashed before
+                    // the inbox was rewritten: it is not held twice.
+                    let already: HashSet<String> = held
+                        .iter()
+                        .filter_map(|h| raw_message_id(h).map(|id| id.into_owned()))
+                        .collect();
+                    to_hold.retain(|h| {
+                        raw_message_id(h).is_none_or(|id| !already.contains(id.as_ref()))
+                    });
                     for (i, h) in to_hold.drain(..).enumerate() {
                         if i < room {
                             held.push(h);
@@ -226,7 +238,7 @@ impl Broker {
                     Ok(((), true))
                 })?;
             }
-            store::append_archive(&archive, &to_archive, self.lock_timeout())?;
+            store::append_archive(&archive, &to_archive, window, self.lock_timeout())?;
             let changed =
                 !report.held.is_empty() || !report.refused.is_empty() || !report.dropped.is_empty();
             *records = keep;
@@ -485,8 +497,10 @@ impl Broker {
         store::append_archive(
             &self.root().archive(self.session_id())?,
             &lines,
+            super::messaging::archive_window(values),
             self.lock_timeout(),
         )
+        .map(drop)
     }
 
     /// Expire held messages past their time: archived, `expired` receipts and notices.
@@ -534,7 +548,16 @@ impl Broker {
             self.archive_values(expired, "c2c-bridge:expired")?;
             let (_, moved) =
                 crate::inbox::update_locked(self.root(), self.session_id(), |records| {
-                    records.extend(selected.iter().cloned().map(|mut v| {
+                    // Already back from a release that crashed before the held file was
+                    // rewritten: not added twice.
+                    let have: HashSet<String> = records
+                        .iter()
+                        .filter_map(|v| raw_message_id(v).map(|id| id.into_owned()))
+                        .collect();
+                    let selected = selected
+                        .iter()
+                        .filter(|v| raw_message_id(v).is_none_or(|id| !have.contains(id.as_ref())));
+                    records.extend(selected.cloned().map(|mut v| {
                         if let Value::Object(o) = &mut v {
                             o.remove("held_at");
                             o.remove("hold_reason");

@@ -464,6 +464,7 @@ impl Broker {
         let sid = self.session_id().to_string();
         let sid_owned = self.session_id().to_string();
         let taken = self.update_inbox(&sid_owned, |records| {
+            let window = archive_window(records);
             let (taken, kept): (Vec<Value>, Vec<Value>) =
                 std::mem::take(records).into_iter().partition(|v| pick(v));
             *records = kept;
@@ -475,7 +476,7 @@ impl Broker {
                 .iter()
                 .map(|v| archived(v.clone(), now, &format!("c2c-bridge:{how}"), &sid))
                 .collect();
-            store::append_archive(&archive, &lines, self.lock_timeout())?;
+            store::append_archive(&archive, &lines, window, self.lock_timeout())?;
             Ok((taken, true))
         })?;
         if !taken.is_empty() {
@@ -629,6 +630,17 @@ impl Broker {
         );
         Ok(n)
     }
+}
+
+/// How far back in an archive a move from `records` looks for its own earlier, crashed
+/// append ([`store::file::append_jsonl_once`]): twice the records' JSON size (archive lines
+/// add three fields to each) plus 256 KiB for appends from other paths since.
+pub(super) fn archive_window(records: &[Value]) -> u64 {
+    let size: usize = records
+        .iter()
+        .map(|v| serde_json::to_vec(v).map_or(0, |b| b.len() + 128))
+        .sum();
+    2 * size as u64 + 256 * 1024
 }
 
 /// Move dead-lettered mail addressed to `session_id` back into its inbox (deduplicated by

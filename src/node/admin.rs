@@ -104,6 +104,39 @@ pub fn list_registrations(root: String) -> Result<Vec<PeerInfo>, JsCode> {
         .collect())
 }
 
+/// Registry records that name an alias but cannot be read as registrations (e.g. a string
+/// `registered_at`): they still hold their alias (fail closed), and `doctor` reports them.
+/// Errors: `E_ROOT_INSECURE`, `E_STORE_CORRUPT`, `E_IO`.
+#[napi(catch_unwind)]
+pub fn list_unreadable_registrations(root: String) -> Result<Vec<UnreadableRegistration>, JsCode> {
+    let r = BrokerRoot::open_existing(
+        std::path::Path::new(&root),
+        crate::store::root::RootSource::Explicit,
+    )
+    .map_err(to_js)?;
+    let records = crate::store::read_array(&r.registry()).map_err(to_js)?;
+    Ok(crate::registry::unparsed_all(&records)
+        .into_iter()
+        .map(|u| UnreadableRegistration {
+            alias: u.alias,
+            session_id: u.session_id,
+            detail: u.detail,
+        })
+        .collect())
+}
+
+/// A registry record that names an alias but is not a readable registration.
+#[napi(object)]
+#[derive(Debug, Clone)]
+pub struct UnreadableRegistration {
+    /// The alias it holds. Peer-controlled: frame it before showing it to a model.
+    pub alias: String,
+    /// Its `session_id`, when that is a string.
+    pub session_id: Option<String>,
+    /// Why it cannot be read.
+    pub detail: String,
+}
+
 /// The last `limit` (default 50) lines of `broker.log` as JSON strings (one object each:
 /// `{ts, event, ...}`), oldest first. Errors: `E_ROOT_INSECURE`, `E_IO`.
 #[napi(catch_unwind)]
@@ -121,8 +154,9 @@ pub fn read_log(root: String, limit: Option<u32>) -> Result<Vec<String>, JsCode>
 }
 
 /// Whether an exclusive lock on `<root>/<file>.lock` can be taken within `timeoutMs`
-/// (default 200): `doctor`'s lock-health probe. The lock is released at once.
-/// Errors: `E_ROOT_INSECURE`, `E_IO`.
+/// (default 200): `doctor`'s lock-health probe. The lock is released at once. `file` must be
+/// a plain file name (not empty, no `/`, no leading dot).
+/// Errors: `E_INVALID_ARG` (a bad file name), `E_ROOT_INSECURE`, `E_IO`.
 #[napi(catch_unwind)]
 pub fn probe_lock(root: String, file: String, timeout_ms: Option<u32>) -> Result<bool, JsCode> {
     let r = BrokerRoot::open_existing(
@@ -130,12 +164,11 @@ pub fn probe_lock(root: String, file: String, timeout_ms: Option<u32>) -> Result
         crate::store::root::RootSource::Explicit,
     )
     .map_err(to_js)?;
-    if file.contains('/') || file.starts_with('.') {
-        return Err(super::error::invalid_arg(format!(
-            "invalid file name {file:?}"
-        )));
-    }
-    let path = crate::store::lock::sidecar_path(&r.path().join(file));
+    let path = crate::store::lock::sidecar_in(r.path(), &file).ok_or_else(|| {
+        super::error::invalid_arg(format!(
+            "invalid file name {file:?}: a plain file name inside the root is needed"
+        ))
+    })?;
     match crate::store::LockGuard::acquire(
         &path,
         std::time::Duration::from_millis(timeout_ms.unwrap_or(200) as u64),

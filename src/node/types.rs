@@ -271,6 +271,9 @@ pub struct InboxMessage {
     pub released: bool,
     /// Set on a receipt notice from `c2c-system` about a message this session sent.
     pub receipt: Option<ReceiptInfo>,
+    /// True when the stored text held invalid Unicode (a lone surrogate, bytes that are not
+    /// UTF-8), replaced with U+FFFD when read; the frame says so.
+    pub repaired: bool,
 }
 
 /// The outcome of a message this session sent.
@@ -280,7 +283,7 @@ pub struct ReceiptInfo {
     /// The message.
     pub message_id: String,
     /// `delivered`, `paused` (still queued), `held`, `refused`, `expired`, `dropped`,
-    /// `duplicate` or `rate_limited`.
+    /// `duplicate`, `rate_limited` or `unreadable`.
     pub status: String,
     /// The recipient alias as addressed.
     pub to_alias: String,
@@ -378,6 +381,7 @@ impl From<Message> for InboxMessage {
             room_id: m.room_id().map(str::to_string),
             broadcast: m.broadcast == Some(true),
             released: m.released == Some(true),
+            repaired: m.repaired == Some(true),
             receipt: m.receipt.map(Into::into),
             message_id: m.message_id,
             from_alias: m.from_alias,

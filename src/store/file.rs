@@ -218,7 +218,8 @@ pub(crate) fn sync_dir(dir: &Path) -> Result<()> {
 }
 
 /// Append one JSON value per line to `path` (created 0600, never through a symlink) and
-/// fsync it. Used for `archive/<sid>.jsonl`, `dead-letter.jsonl` and room histories.
+/// fsync it. A failed append (e.g. ENOSPC) is rolled back: the file is cut back to its old
+/// length, or removed when this call created it. Used for `archive/<sid>.jsonl`, `dead-letter.jsonl` and room histories.
 ///
 /// # Errors
 /// [`Error::Io`] naming the file.
@@ -231,16 +232,93 @@ pub fn append_jsonl(path: &Path, values: &[Value]) -> Result<()> {
         serde_json::to_writer(&mut buf, v).map_err(|e| Error::io(path, e.into()))?;
         buf.push(b'\n');
     }
-    let mut file = OpenOptions::new()
-        .append(true)
-        .create(true)
-        .mode(0o600)
-        .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
-        .open(path)
+    let open = |create_new: bool| {
+        OpenOptions::new()
+            .append(true)
+            .create_new(create_new)
+            .mode(0o600)
+            .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
+            .open(path)
+    };
+    let (mut file, created) = match open(true) {
+        Ok(f) => (f, true),
+        Err(e) if e.kind() == ErrorKind::AlreadyExists => {
+            (open(false).map_err(|e| Error::io(path, e))?, false)
+        }
+        Err(e) => return Err(Error::io(path, e)),
+    };
+    let before = file.metadata().map_err(|e| Error::io(path, e))?.len();
+    if let Err(e) = file.write_all(&buf).and_then(|_| file.sync_data()) {
+        // A full disk can take part of the buffer: roll back to the old end (or remove the
+        // file this call created), so no torn line is left behind.
+        if created {
+            let _ = std::fs::remove_file(path);
+        } else {
+            let _ = file.set_len(before);
+        }
+        return Err(Error::io(path, e));
+    }
+    Ok(())
+}
+
+/// [`append_jsonl`] made idempotent for records that move from one file to another:
+/// values whose `message_id` already appears among the last `window` bytes of `path` are not
+/// appended again. A move appends here first and rewrites its source second; a crash between
+/// the two leaves the records in both, and the retry (which finds them still in the source)
+/// must not add them twice. Returns how many values were appended.
+///
+/// The crashed append is at most `window` bytes back when callers pass a window larger than
+/// everything the source could have held (see RELIABILITY.md).
+///
+/// # Errors
+/// [`Error::Io`] naming the file.
+pub fn append_jsonl_once(path: &Path, values: &[Value], window: u64) -> Result<usize> {
+    if values.is_empty() {
+        return Ok(0);
+    }
+    let seen = tail_message_ids(path, window)?;
+    let fresh: Vec<Value> = values
+        .iter()
+        .filter(|v| {
+            v.get("message_id")
+                .and_then(Value::as_str)
+                .is_none_or(|id| !seen.contains(id))
+        })
+        .cloned()
+        .collect();
+    append_jsonl(path, &fresh)?;
+    Ok(fresh.len())
+}
+
+/// The `message_id`s of the complete lines among the last `window` bytes of a JSON-lines
+/// file (absent: none).
+fn tail_message_ids(path: &Path, window: u64) -> Result<std::collections::HashSet<String>> {
+    use std::io::{Seek, SeekFrom};
+    let mut out = std::collections::HashSet::new();
+    let mut file = match open_read_nofollow(path) {
+        Ok(f) => f,
+        Err(e) if e.kind() == ErrorKind::NotFound => return Ok(out),
+        Err(e) => return Err(Error::io(path, e)),
+    };
+    let len = file.metadata().map_err(|e| Error::io(path, e))?.len();
+    let start = len.saturating_sub(window);
+    file.seek(SeekFrom::Start(start))
         .map_err(|e| Error::io(path, e))?;
-    file.write_all(&buf)
-        .and_then(|_| file.sync_data())
-        .map_err(|e| Error::io(path, e))
+    let mut bytes = Vec::with_capacity((len - start) as usize);
+    file.read_to_end(&mut bytes)
+        .map_err(|e| Error::io(path, e))?;
+    let mut lines = bytes.split(|&b| b == b'\n');
+    if start > 0 {
+        lines.next(); // a partial first line
+    }
+    for line in lines {
+        if let Ok(v) = serde_json::from_slice::<Value>(line) {
+            if let Some(id) = v.get("message_id").and_then(Value::as_str) {
+                out.insert(id.to_string());
+            }
+        }
+    }
+    Ok(out)
 }
 
 /// Read a JSON-lines file, skipping blank lines. An absent file reads as empty.
@@ -407,6 +485,27 @@ mod tests {
             .unwrap()
             .file_type()
             .is_symlink());
+    }
+
+    #[test]
+    fn append_once_skips_ids_already_at_the_tail() {
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path().join("a.jsonl");
+        let v = |id: &str| serde_json::json!({"message_id": id, "pad": "x".repeat(50)});
+        assert_eq!(append_jsonl_once(&p, &[v("m1"), v("m2")], 4096).unwrap(), 2);
+        // the retry after a crash: m2 is there already, m3 is new
+        assert_eq!(append_jsonl_once(&p, &[v("m2"), v("m3")], 4096).unwrap(), 1);
+        let ids: Vec<String> = read_jsonl(&p)
+            .unwrap()
+            .into_iter()
+            .map(|l| match l {
+                JsonLine::Value(v) => v["message_id"].as_str().unwrap().to_string(),
+                JsonLine::Unparsed(s) => s,
+            })
+            .collect();
+        assert_eq!(ids, vec!["m1", "m2", "m3"]);
+        // beyond the window an id is not looked for
+        assert_eq!(append_jsonl_once(&p, &[v("m1")], 100).unwrap(), 1);
     }
 
     #[test]

@@ -51,6 +51,17 @@ use nix::libc;
 
 use crate::error::{Error, Result};
 
+/// The sidecar lock path of the data file named `file` directly inside `root`, or `None` when
+/// `file` is not a plain file name: empty (which would name `<root>.lock`, outside the root),
+/// `.`/`..` or any leading dot, a `/` or NUL, longer than 255 bytes.
+pub fn sidecar_in(root: &Path, file: &str) -> Option<PathBuf> {
+    let plain = !file.is_empty()
+        && file.len() <= 255
+        && !file.starts_with('.')
+        && !file.contains(['/', '\0']);
+    plain.then(|| sidecar_path(&root.join(file)))
+}
+
 /// The sidecar lock of a data file, as c2c names it (see the table in the module doc):
 /// `<sid>.inbox.json` → `<sid>.inbox.lock`; `rooms/<room>/members.json` and
 /// `rooms/<room>/meta.json` → `rooms/<room>/members.lock`; `rooms/<room>/history.jsonl` →
@@ -239,6 +250,32 @@ fn set_ofd_lock(file: &File, wait: bool) -> nix::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn sidecar_in_takes_plain_names_only() {
+        let root = Path::new("/r/broker");
+        assert_eq!(
+            sidecar_in(root, "registry.json"),
+            Some(PathBuf::from("/r/broker/registry.json.lock"))
+        );
+        assert_eq!(
+            sidecar_in(root, "ses_a.inbox.json"),
+            Some(PathBuf::from("/r/broker/ses_a.inbox.lock"))
+        );
+        for bad in [
+            "",
+            ".",
+            "..",
+            ".hidden",
+            "a/b",
+            "../x",
+            "/etc/passwd",
+            "a\0b",
+        ] {
+            assert_eq!(sidecar_in(root, bad), None, "{bad:?}");
+        }
+        assert_eq!(sidecar_in(root, &"x".repeat(256)), None);
+    }
 
     #[test]
     fn sidecar_names_follow_c2c() {

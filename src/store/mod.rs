@@ -23,21 +23,24 @@ pub use lock::LockGuard;
 pub use root::BrokerRoot;
 
 /// Append `values` to an archive `archive/<sid>.jsonl` under c2c's `archive/<sid>.lock`
-/// (see the table in [`lock`]), so c2c's drain and ours never interleave. Nothing to append
-/// takes no lock.
+/// (see the table in [`lock`]), so c2c's drain and ours never interleave, skipping values
+/// whose `message_id` is already in the last `window` bytes of the archive (a crashed earlier
+/// move: see [`file::append_jsonl_once`]). Nothing to append takes no lock. Returns how many
+/// values were appended.
 ///
 /// # Errors
 /// Lock timeouts and I/O errors.
 pub fn append_archive(
     archive: &Path,
     values: &[Value],
+    window: u64,
     lock_timeout: std::time::Duration,
-) -> Result<()> {
+) -> Result<usize> {
     if values.is_empty() {
-        return Ok(());
+        return Ok(0);
     }
     let _guard = LockGuard::acquire(&lock::archive_lock_path(archive), lock_timeout)?;
-    append_jsonl(archive, values)
+    file::append_jsonl_once(archive, values, window)
 }
 
 /// Read-modify-write of the JSON-array file `path` under its sidecar lock.
