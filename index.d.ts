@@ -823,9 +823,7 @@ export interface ReceiptInfo {
   messageId: string
   /**
    * `delivered`, `paused` (still queued), `held`, `refused`, `expired`, `dropped`,
-   * `duplicate` or `rate_limited`.
-   * `delivered`, `held`, `refused`, `expired`, `dropped`, `duplicate`, `rate_limited` or
-   * `unreadable`.
+   * `duplicate`, `rate_limited` or `unreadable`.
    */
   status: string
   /** The recipient alias as addressed. */
@@ -944,6 +942,16 @@ export interface SweepResult {
   deadLettered: number
 }
 
+/** A registry record that names an alias but is not a readable registration. */
+export interface UnreadableRegistration {
+  /** The alias it holds. Peer-controlled: frame it before showing it to a model. */
+  alias: string
+  /** Its `session_id`, when that is a string. */
+  sessionId?: string
+  /** Why it cannot be read. */
+  detail: string
+}
+
 /** The answer of `validateOptions`. */
 export interface ValidatedOptions {
   /** The usable values. */
@@ -999,14 +1007,6 @@ export interface ValidOptions {
   fallbackIntervalMs?: number
   /** `retryBaseMs`, milliseconds (10–60000). */
   retryBaseMs?: number
-/** A registry record that names an alias but is not a readable registration. */
-export interface UnreadableRegistration {
-  /** The alias it holds. Peer-controlled: frame it before showing it to a model. */
-  alias: string
-  /** Its `session_id`, when that is a string. */
-  sessionId?: string
-  /** Why it cannot be read. */
-  detail: string
 }
 
 /** The answer of `outgoingVia`. */
