@@ -636,6 +636,14 @@ impl<'a> Checker<'a> {
             match c.as_str() {
                 "" | "." => continue,
                 ".." => {
+                    // A component that does not exist yet may be created (by the tool, or an
+                    // earlier command) and be resolved physically before this `..`: unknown.
+                    if !exists {
+                        return Err(format!(
+                            "`..` after {}, which does not exist yet",
+                            self.display(&stack)
+                        ));
+                    }
                     stack.pop();
                     continue;
                 }

@@ -7,6 +7,9 @@ use std::os::unix::fs::symlink;
 
 use super::*;
 
+/// G2's findings against the engine (G3): one test per family.
+mod holes;
+
 struct Fixture {
     _dir: tempfile::TempDir,
     home: PathBuf,

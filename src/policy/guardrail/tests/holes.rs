@@ -1,0 +1,67 @@
+//! G2's findings (briefs/g2-findings.md): inputs the engine approved although they alter a
+//! protected place. One test per family; each input is left to the prompt.
+
+use super::*;
+
+/// Asserts that every input is left and its reason contains the fragment.
+fn all_left(
+    f: &Fixture,
+    cases: &[(&str, &str)],
+    run: impl Fn(&Fixture, &str) -> Option<GuardrailHit>,
+) {
+    let mut failures = Vec::new();
+    for (input, want) in cases {
+        match run(f, input) {
+            None => failures.push(format!("APPROVED: {input:?}")),
+            Some(h) if !h.reason.contains(want) => {
+                failures.push(format!("{input:?}: reason {:?} lacks {want:?}", h.reason))
+            }
+            Some(_) => {}
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+fn write_tool(f: &Fixture, path: &str) -> Option<GuardrailHit> {
+    f.tool("write", path)
+}
+
+#[test]
+fn dotdot_after_a_component_that_does_not_exist_yet_is_left() {
+    let f = fixture();
+    let dd = "which does not exist yet";
+    all_left(
+        &f,
+        &[
+            ("$P/x/../L/../config", dd),
+            ("$P/x/y/../../L/../hooks/pre-commit", dd),
+            ("x/../L/../config", dd),
+            ("$P/src/new/../x.rs", dd),
+        ],
+        write_tool,
+    );
+    all_left(
+        &f,
+        &[
+            ("mkdir -p x && echo y > x/../L/../config", dd),
+            ("mkdir x; touch x/../L/../hooks/pre-commit", dd),
+            ("mkdir -p a/b && cat a/b/../../L/../config", dd),
+            ("mkdir -p x && cd x/../L/.. && echo y > config", dd),
+        ],
+        Fixture::bash,
+    );
+    // apply_patch header through the same path.
+    let ctx = f.ctx();
+    let r = PermissionRequest {
+        permission: "apply_patch".into(),
+        args: serde_json::json!({"patchText": format!(
+            "*** Begin Patch\n*** Add File: {}/x/../L/../config\n+x\n*** End Patch",
+            f.proj.display()
+        )}),
+        ..Default::default()
+    };
+    assert!(check(&r, &ctx).unwrap().reason.contains(dd));
+    // Existing components: still resolved physically and approved when confined.
+    assert!(f.tool("write", "$P/src/../docs/new.md").is_none());
+    assert!(f.bash("echo y > src/../docs/new.md").is_none());
+}
