@@ -658,7 +658,9 @@ impl<'a> Checker<'a> {
                 continue;
             }
             let here = join(&stack);
-            let is_last = queue.iter().all(|q| q.is_empty() || q == ".");
+            // A trailing `/` or `/.` makes the kernel (and `rm`, `mv`, ...) follow a symlink
+            // in the last component: only a bare last component is not followed.
+            let is_last = queue.is_empty();
             match self.lstat(&here) {
                 Node::Missing => {
                     exists = false;

@@ -65,3 +65,37 @@ fn dotdot_after_a_component_that_does_not_exist_yet_is_left() {
     assert!(f.tool("write", "$P/src/../docs/new.md").is_none());
     assert!(f.bash("echo y > src/../docs/new.md").is_none());
 }
+
+#[test]
+fn a_trailing_slash_resolves_through_a_symlink() {
+    let f = fixture();
+    symlink(f.home.join(".ssh"), f.proj.join("lnk_ssh")).unwrap();
+    symlink(".git", f.proj.join("lnk_git")).unwrap();
+    symlink("..", f.proj.join("docs/up")).unwrap();
+    symlink("build", f.proj.join("lnk_build")).unwrap();
+    all_left(
+        &f,
+        &[
+            ("rm -rf lnk_ssh/", "writes ~/.ssh (credentials)"),
+            ("rm -rf lnk_ssh/.", "writes ~/.ssh (credentials)"),
+            ("rm -rf homelink/", "outside the project"),
+            ("rm -r lnk_git/", "git configuration"),
+            ("rm -r lnk_git//", "git configuration"),
+            ("rm -r docs/up/", "writes ~/proj: outside the project"),
+            ("rm -r docs/up/.", "writes ~/proj: outside the project"),
+            ("rm -f lnk_git/", "git configuration"),
+            ("mv lnk_git/ old", "git configuration"),
+            ("mv docs/up/ x", "moves a project root"),
+        ],
+        Fixture::bash,
+    );
+    // Without the slash only the link goes; through a link to a confined directory is fine.
+    for ok in [
+        "rm -r docs/up",
+        "rm lnk_ssh",
+        "rm -rf lnk_build/",
+        "rm -rf lnk_build",
+    ] {
+        assert!(f.bash(ok).is_none(), "{ok}: {:?}", f.bash(ok));
+    }
+}
