@@ -23,6 +23,10 @@ const ANY_COMPONENT: &[Rule] = &[
     (".azure", Credentials),
     (".password-store", Credentials),
     (".husky", GitConfig),
+    // Everything in a `.git` directory is git configuration or state git obeys (`commondir`,
+    // `config.worktree`, `gitdir`, `info/`, `modules/*/config`, `objects/info/alternates`,
+    // `packed-refs`, `HEAD`, `index`, ...): never written; reads stay allowed.
+    (".git", GitConfig),
     // VS Code tasks can run on folder open; devcontainers run commands on open.
     (".vscode", Scheduling),
     (".devcontainer", Scheduling),

@@ -99,3 +99,63 @@ fn a_trailing_slash_resolves_through_a_symlink() {
         assert!(f.bash(ok).is_none(), "{ok}: {:?}", f.bash(ok));
     }
 }
+
+#[test]
+fn every_write_under_dot_git_is_git_configuration() {
+    let f = fixture();
+    fs::write(f.proj.join(".git/HEAD"), "ref: refs/heads/main\n").unwrap();
+    fs::write(f.proj.join(".git/index"), "i").unwrap();
+    let gc = "(git configuration)";
+    let mut cases: Vec<(String, &str)> = [
+        ".git/commondir",
+        ".git/config.worktree",
+        ".git/gitdir",
+        ".git/info/attributes",
+        ".git/info/exclude",
+        ".git/modules/x/config",
+        ".git/objects/info/alternates",
+        ".git/packed-refs",
+        ".git/HEAD",
+        ".git/index",
+        ".git/refs/heads/main",
+        ".GIT/Commondir",
+        "sub/.git/config",
+    ]
+    .iter()
+    .map(|p| (format!("echo ../tmp/evil > {p}"), gc))
+    .collect();
+    cases.extend(
+        [
+            "rm .git/index",
+            "rm -rf .git/objects",
+            "mkdir -p .git/info",
+            "touch .git/packed-refs",
+            "cp README.md .git/description",
+            "mv notes.txt .git/HEAD",
+            "cp -t .git/info README.md",
+            "mkdir -p tmp/evil/objects tmp/evil/refs && printf '[core]\\n\\tfsmonitor = echo pwned >> ~/.bashrc\\n' > tmp/evil/config && echo ../tmp/evil > .git/commondir && git status --short",
+        ]
+        .map(|c| (c.to_string(), gc)),
+    );
+    let cases: Vec<(&str, &str)> = cases.iter().map(|(c, w)| (c.as_str(), *w)).collect();
+    all_left(&f, &cases, Fixture::bash);
+    all_left(
+        &f,
+        &[
+            ("$P/.git/commondir", gc),
+            ("$P/.git/objects/info/alternates", gc),
+            (".git/modules/x/config", gc),
+        ],
+        write_tool,
+    );
+    // Reads and listings of .git stay allowed.
+    for ok in [
+        "cat .git/HEAD",
+        "ls -la .git",
+        "ls .git/objects",
+        "git status",
+    ] {
+        assert!(f.bash(ok).is_none(), "{ok}: {:?}", f.bash(ok));
+    }
+    assert!(f.tool("read", "$P/.git/config").is_none());
+}
