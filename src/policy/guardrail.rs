@@ -64,16 +64,19 @@ use self::programs::{Kind, Val};
 pub enum Category {
     /// Permission configuration: `opencode.json[c]`, `.opencode/`, `~/.config/opencode/`.
     PermissionConfig,
-    /// Agent instructions: `AGENTS.md`, `CLAUDE.md`.
+    /// Agent instructions and settings other agents read: `AGENTS.md`, `CLAUDE.md`,
+    /// `GEMINI.md`, `.cursorrules`, `.cursor/`, `.codex/`, `.mcp.json`, ...
     AgentInstructions,
-    /// Credentials and secrets: `.env`, `.ssh/`, `.aws/`, `.npmrc`, `pip.conf`, `.yarnrc.yml`, ...
+    /// Credentials and secrets: `.env`, `.ssh/`, `.aws/`, `.npmrc`, `pip.conf`, `.yarnrc.yml`,
+    /// shell histories, keyrings/, ...
     Credentials,
     /// Shell start-up files: `.bashrc`, `.bashrc.d/`, `.zshrc`, `.profile`, `~/.config/fish/`, ...
     ShellStartup,
     /// Git configuration and hooks: `.gitconfig`, `.git/` (all of it), `.husky/`.
     GitConfig,
     /// Scheduling and persistence: crontab, LaunchAgents, systemd user units
-    /// (`~/.config/systemd/`, `~/.local/share/systemd/`), `.vscode/`, `.devcontainer/`.
+    /// (`~/.config/systemd/`, `~/.local/share/systemd/`), and tool configuration that runs code
+    /// (`.vscode/`, `.devcontainer/`, `.idea/`, CI workflows, `.cargo/config.toml`, mise).
     Scheduling,
     /// Privilege: sudoers, `/etc/sudoers.d/`, accounts.
     Privilege,

@@ -31,6 +31,23 @@ const ANY_COMPONENT: &[Rule] = &[
     (".vscode", Scheduling),
     (".devcontainer", Scheduling),
     (".bashrc.d", ShellStartup),
+    // Agent instructions and settings other coding agents read without the user's say
+    // (Cursor, Gemini CLI, Codex CLI, Continue, Cline, Windsurf; MCP servers are commands).
+    (".cursor", AgentInstructions),
+    (".gemini", AgentInstructions),
+    (".codex", AgentInstructions),
+    (".continue", AgentInstructions),
+    (".clinerules", AgentInstructions),
+    (".windsurf", AgentInstructions),
+    (".cursorrules", AgentInstructions),
+    (".windsurfrules", AgentInstructions),
+    // Tool configuration that runs code without the user's say: CI (on the next push, with
+    // the repository's secrets), IDE run configurations and tasks.
+    (".circleci", Scheduling),
+    (".idea", Scheduling),
+    (".zed", Scheduling),
+    // Desktop keyrings hold secrets.
+    ("keyrings", Credentials),
     (".zshrc.d", ShellStartup),
     ("launchagents", Scheduling),
     ("launchdaemons", Scheduling),
@@ -56,6 +73,9 @@ const CONFIG_SUB: &[Rule] = &[
     ("containers", Credentials),
     ("gh", Credentials),
     ("gcloud", Credentials),
+    ("hub", Credentials),
+    ("rclone", Credentials),
+    ("github-copilot", Credentials),
 ];
 
 /// File names protected wherever they are (last component).
@@ -66,6 +86,24 @@ const LAST_NAME: &[Rule] = &[
     ("agents.md", AgentInstructions),
     ("claude.md", AgentInstructions),
     ("claude.local.md", AgentInstructions),
+    ("agents.override.md", AgentInstructions),
+    ("gemini.md", AgentInstructions),
+    (".aider.conf.yml", AgentInstructions),
+    (".mcp.json", AgentInstructions),
+    // Git hook managers: their configuration is the hooks.
+    (".pre-commit-config.yaml", GitConfig),
+    ("lefthook.yml", GitConfig),
+    ("lefthook.yaml", GitConfig),
+    (".lefthook.yml", GitConfig),
+    (".lefthook.yaml", GitConfig),
+    ("lefthook-local.yml", GitConfig),
+    // Tool configuration that runs code: CI, version managers' hooks and tasks.
+    (".gitlab-ci.yml", Scheduling),
+    (".mise.toml", Scheduling),
+    ("mise.toml", Scheduling),
+    (".mise.local.toml", Scheduling),
+    ("mise.local.toml", Scheduling),
+    (".tool-versions", Scheduling),
     (".env", Credentials),
     (".npmrc", Credentials),
     (".netrc", Credentials),
@@ -77,6 +115,13 @@ const LAST_NAME: &[Rule] = &[
     (".yarnrc", Credentials),
     (".yarnrc.yml", Credentials),
     ("pip.conf", Credentials),
+    (".credentials.json", Credentials),
+    ("oauth_creds.json", Credentials),
+    ("rclone.conf", Credentials),
+    ("credentials.tfrc.json", Credentials),
+    (".s3cfg", Credentials),
+    (".boto", Credentials),
+    (".histfile", Credentials),
     (".bunfig.toml", Credentials),
     ("bunfig.toml", Credentials),
     ("id_rsa", Credentials),
@@ -111,6 +156,21 @@ const PAIRS: &[(&str, &str, Category)] = &[
     (".cargo", "credentials.toml", Credentials),
     (".gem", "credentials", Credentials),
     ("opencode", "auth.json", Credentials),
+    (".codex", "auth.json", Credentials),
+    (".composer", "auth.json", Credentials),
+    ("composer", "auth.json", Credentials),
+    ("github-copilot", "hosts.json", Credentials),
+    ("github-copilot", "apps.json", Credentials),
+    (".m2", "settings.xml", Credentials),
+    (".m2", "settings-security.xml", Credentials),
+    (".gradle", "gradle.properties", Credentials),
+    // Cargo runs `build.rustc-wrapper`, target runners, aliases from its config.
+    (".cargo", "config", Scheduling),
+    (".cargo", "config.toml", Scheduling),
+    // CI workflows; Copilot's repository instructions.
+    (".github", "workflows", Scheduling),
+    (".github", "copilot-instructions.md", AgentInstructions),
+    (".github", "instructions", AgentInstructions),
     ("spool", "cron", Scheduling),
     // ~/.local/share/systemd/user: systemd user units.
     ("share", "systemd", Scheduling),
@@ -186,6 +246,11 @@ impl Comp<'_> {
     fn is_env_file(&self) -> bool {
         *self.s == *".env" || self.s.starts_with(".env.")
     }
+    /// Shell and REPL histories (`.bash_history`, `.zsh_history`, `.psql_history`,
+    /// `.python_history`, ...): pasted tokens.
+    fn is_history(&self) -> bool {
+        self.s.starts_with('.') && self.s.ends_with("_history")
+    }
 }
 
 /// A literal-name index of one table: the first rule of each name (as a scan finds it).
@@ -226,42 +291,53 @@ fn find_rule(c: &Comp, index: &Index) -> Option<Category> {
     index.0.get(&*c.s).copied()
 }
 
-/// The category of a normalised absolute path, if protected.
+/// The category of a normalised absolute path, if protected. Credentials win over any other
+/// category (`~/.codex/auth.json` is credentials, not only agent settings): reads of them are
+/// left.
 pub(super) fn categorize(comps: &[Comp]) -> Option<Category> {
+    scan(comps, true).or_else(|| scan(comps, false))
+}
+
+/// The first rule `comps` matches; with `creds_only`, only credential rules.
+fn scan(comps: &[Comp], creds_only: bool) -> Option<Category> {
     let ix = indexes();
+    let ok = |cat: &Category| !creds_only || *cat == Credentials;
     let n = comps.len();
     for (i, c) in comps.iter().enumerate() {
-        if let Some(cat) = find_rule(c, &ix.any_component) {
+        if let Some(cat) = find_rule(c, &ix.any_component).filter(ok) {
             return Some(cat);
         }
         let next = comps.get(i + 1);
         if let Some(next) = next {
             if c.is(".config") {
-                if let Some(cat) = find_rule(next, &ix.config_sub) {
+                if let Some(cat) = find_rule(next, &ix.config_sub).filter(ok) {
                     return Some(cat);
                 }
             }
             // A literal parent that starts no pair cannot match any (all pairs are literal).
             if ix.pair_parents.contains_key(&*c.s) {
-                if let Some((_, _, cat)) = PAIRS.iter().find(|(a, b, _)| c.is(a) && next.is(b)) {
+                if let Some((_, _, cat)) = PAIRS
+                    .iter()
+                    .find(|(a, b, cat)| c.is(a) && next.is(b) && ok(cat))
+                {
                     return Some(*cat);
                 }
             }
         }
         if i + 1 == n {
-            if c.is(".git") {
+            if c.is(".git") && !creds_only {
                 return Some(GitConfig);
             }
-            if c.is_env_file() {
+            if c.is_env_file() || c.is_history() {
                 return Some(Credentials);
             }
-            if let Some(cat) = find_rule(c, &ix.last_name) {
+            if let Some(cat) = find_rule(c, &ix.last_name).filter(ok) {
                 return Some(cat);
             }
         }
     }
     if n >= 2 && comps[0].is("etc") {
-        if let Some(cat) = find_rule(&comps[1], &ix.etc) {
+        if let Some(cat) = find_rule(&comps[1], &ix.etc).filter(ok) {
             return Some(cat);
         }
     }

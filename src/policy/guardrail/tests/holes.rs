@@ -159,3 +159,97 @@ fn every_write_under_dot_git_is_git_configuration() {
     }
     assert!(f.tool("read", "$P/.git/config").is_none());
 }
+
+#[test]
+fn names_other_tools_read_or_run_are_protected() {
+    let f = fixture();
+    let cases: &[(&str, &str)] = &[
+        ("AGENTS.override.md", "(agent instructions)"),
+        ("GEMINI.md", "(agent instructions)"),
+        ("src/GEMINI.md", "(agent instructions)"),
+        (".cursorrules", "(agent instructions)"),
+        (".windsurfrules", "(agent instructions)"),
+        (".clinerules", "(agent instructions)"),
+        (".clinerules/x.md", "(agent instructions)"),
+        (".github/copilot-instructions.md", "(agent instructions)"),
+        (".cursor/rules/x.mdc", "(agent instructions)"),
+        (".gemini/settings.json", "(agent instructions)"),
+        (".codex/config.toml", "(agent instructions)"),
+        (".continue/config.json", "(agent instructions)"),
+        (".aider.conf.yml", "(agent instructions)"),
+        (".mcp.json", "(agent instructions)"),
+        (".cargo/config", "(scheduling/persistence)"),
+        (".cargo/config.toml", "(scheduling/persistence)"),
+        (".pre-commit-config.yaml", "(git configuration)"),
+        ("lefthook.yml", "(git configuration)"),
+        (".mise.toml", "(scheduling/persistence)"),
+        (".tool-versions", "(scheduling/persistence)"),
+        (".github/workflows/ci.yml", "(scheduling/persistence)"),
+        (".gitlab-ci.yml", "(scheduling/persistence)"),
+        (".circleci/config.yml", "(scheduling/persistence)"),
+        (".idea/workspace.xml", "(scheduling/persistence)"),
+        (".zed/tasks.json", "(scheduling/persistence)"),
+        (".vscode/tasks.json", "(scheduling/persistence)"),
+        (
+            ".devcontainer/devcontainer.json",
+            "(scheduling/persistence)",
+        ),
+    ];
+    let bash: Vec<(String, &str)> = cases
+        .iter()
+        .map(|(p, w)| (format!("echo x > {p}"), *w))
+        .collect();
+    let bash: Vec<(&str, &str)> = bash.iter().map(|(c, w)| (c.as_str(), *w)).collect();
+    all_left(&f, &bash, Fixture::bash);
+    let tool: Vec<(String, &str)> = cases.iter().map(|(p, w)| (format!("$P/{p}"), *w)).collect();
+    let tool: Vec<(&str, &str)> = tool.iter().map(|(c, w)| (c.as_str(), *w)).collect();
+    all_left(&f, &tool, write_tool);
+    // Similar names stay ordinary project files.
+    for ok in [
+        "echo x > docs/workflows.md",
+        "echo x > gradle.properties",
+        "echo x > settings.xml",
+        "echo x > src/config.toml",
+    ] {
+        assert!(f.bash(ok).is_none(), "{ok}: {:?}", f.bash(ok));
+    }
+}
+
+#[test]
+fn credential_names_are_not_read_anywhere() {
+    let f = fixture();
+    let creds = "(credentials)";
+    let names = [
+        ".claude/.credentials.json",
+        ".codex/auth.json",
+        ".gemini/oauth_creds.json",
+        ".config/github-copilot/hosts.json",
+        ".config/rclone/rclone.conf",
+        "rclone.conf",
+        ".terraform.d/credentials.tfrc.json",
+        ".s3cfg",
+        ".boto",
+        ".m2/settings.xml",
+        ".gradle/gradle.properties",
+        ".composer/auth.json",
+        ".config/composer/auth.json",
+        ".config/hub",
+        ".local/share/keyrings/login.keyring",
+        ".bash_history",
+        ".zsh_history",
+        ".psql_history",
+        ".python_history",
+        ".node_repl_history",
+        ".mysql_history",
+        ".sqlite_history",
+        ".histfile",
+        ".opencode/.env",
+    ];
+    // Inside the project (where the "outside the project" rule does not apply).
+    let bash: Vec<String> = names.iter().map(|n| format!("cat {n}")).collect();
+    let bash: Vec<(&str, &str)> = bash.iter().map(|c| (c.as_str(), creds)).collect();
+    all_left(&f, &bash, Fixture::bash);
+    let tool: Vec<String> = names.iter().map(|n| format!("$P/{n}")).collect();
+    let tool: Vec<(&str, &str)> = tool.iter().map(|c| (c.as_str(), creds)).collect();
+    all_left(&f, &tool, |f, p| f.tool("read", p));
+}
