@@ -36,7 +36,8 @@
 //!   only inside the worktree or the session directory (when that is not `/`, `$HOME` or an
 //!   ancestor of them), never a protected name ([`Category`]) or a protected root (the broker
 //!   root), and `/dev/null`;
-//! - **read** (contents): anywhere except credentials and c2c broker state; recursive reads
+//! - **read** (contents): anywhere except credentials, c2c broker state and `$HOME` outside
+//!   the worktree and the session directory; recursive reads
 //!   (`grep -r`, `rg`, the grep tool) walk the tree (bounded) and leave if it holds any;
 //! - **list** (names and metadata only): anywhere except `/proc`.
 //!
@@ -176,6 +177,8 @@ struct Roots {
     write_roots: Vec<Vec<String>>,
     /// The session directory, logical and physical.
     session: Option<Cwd>,
+    /// `$HOME`, physical.
+    home: Option<Vec<String>>,
 }
 
 impl PathContext {
@@ -489,6 +492,8 @@ struct Checker<'a> {
     link_memo: RefCell<HashMap<String, Option<PathBuf>>>,
     /// The session directory, resolved once.
     session: Option<Cwd>,
+    /// `$HOME`, physical.
+    home_phys: Option<Vec<String>>,
     /// Tool paths already shown confined in this check: `(path, worktree-relative)`. An edit
     /// names its file up to three times (`filepath`, `args.filePath`, `patterns`).
     tool_done: Vec<(String, bool)>,
@@ -515,6 +520,7 @@ impl<'a> Checker<'a> {
             lstat_memo: RefCell::new(HashMap::new()),
             link_memo: RefCell::new(HashMap::new()),
             session: None,
+            home_phys: None,
             tool_done: Vec::new(),
             cache,
         };
@@ -536,6 +542,7 @@ impl<'a> Checker<'a> {
         c.worktree = roots.worktree;
         c.write_roots = roots.write_roots;
         c.session = roots.session;
+        c.home_phys = roots.home;
         c
     }
 
@@ -552,6 +559,7 @@ impl<'a> Checker<'a> {
         }
         r.worktree = self.phys_abs(&self.ctx.worktree);
         r.session = self.start_cwd(None).ok();
+        r.home = home_phys.clone();
         for root in [&self.ctx.worktree, &self.ctx.cwd] {
             let Some(p) = self.phys_abs(root) else {
                 continue;
@@ -811,6 +819,22 @@ impl<'a> Checker<'a> {
                 "{what} {}: the file has other hard links",
                 self.display(comps)
             )));
+        }
+        if matches!(access, Access::Read | Access::ReadTree) {
+            // Under $HOME, outside the project, any file may hold a secret under a name no
+            // table knows (G2 finding 6): not shown harmless.
+            let under_home = starts_with(comps, &self.home)
+                || self
+                    .home_phys
+                    .as_ref()
+                    .is_some_and(|h| starts_with(comps, h));
+            let in_project = self.write_roots.iter().any(|r| starts_with(comps, r));
+            if under_home && !in_project {
+                return Err(self.hit(format!(
+                    "{what} reads {}: reads outside the project under $HOME are not shown harmless",
+                    self.display(comps)
+                )));
+            }
         }
         match access {
             Access::List | Access::Read => Ok(()),

@@ -443,7 +443,7 @@ const LEFT: &[(&str, &str)] = &[
     ),
     ("rg key", "reads"),
     ("rg key ~/proj/secrets-dir", "(credentials)"),
-    ("grep -rn x ~", "(credentials)"),
+    ("grep -rn x ~", "outside the project under $HOME"),
     ("echo x > /tmp/x", "outside the project"),
     ("touch ~/notes", "outside the project"),
     ("mkdir ../x", "outside the project"),
@@ -470,7 +470,6 @@ const APPROVED: &[&str] = &[
     "ls ~/.ssh",
     "cat README.md",
     "cat README.md # a comment",
-    "cat ~/.bashrc",
     "cat readme-link",
     "echo ok > notes.txt",
     "echo ok >> notes.txt 2>&1",
@@ -640,7 +639,11 @@ fn tool_requests() {
         ("write", "$P/src/new.rs", None),
         ("write", "src/new.rs", None),
         ("read", "$P/README.md", None),
-        ("read", "$P/../.bashrc", None),
+        (
+            "read",
+            "$P/../.bashrc",
+            Some("outside the project under $HOME"),
+        ),
     ] {
         let got = f.tool(perm, path);
         match (want, &got) {

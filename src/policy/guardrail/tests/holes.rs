@@ -253,3 +253,45 @@ fn credential_names_are_not_read_anywhere() {
     let tool: Vec<(&str, &str)> = tool.iter().map(|c| (c.as_str(), creds)).collect();
     all_left(&f, &tool, |f, p| f.tool("read", p));
 }
+
+#[test]
+fn reads_under_home_outside_the_project_are_left() {
+    let f = fixture();
+    fs::create_dir_all(f.home.join(".config/someapp")).unwrap();
+    fs::write(f.home.join(".config/someapp/token"), "t").unwrap();
+    fs::write(f.home.join("other/notes.txt"), "n").unwrap();
+    let why = "reads outside the project under $HOME are not shown harmless";
+    all_left(
+        &f,
+        &[
+            ("cat ~/.bashrc", why),
+            ("cat ~/other/notes.txt", why),
+            ("cat ~/.config/someapp/token", why),
+            ("head -1 $HOME/.config/someapp/token", why),
+            ("cat homelink/.config/someapp/token", why),
+            ("cat ../other/notes.txt", why),
+            ("grep -n x ~/.config/someapp/token", why),
+            ("wc -c < ~/.config/someapp/token", why),
+            ("cd .. && cat other/notes.txt", why),
+            ("diff README.md ~/other/notes.txt", why),
+        ],
+        Fixture::bash,
+    );
+    all_left(
+        &f,
+        &[
+            ("$P/../.config/someapp/token", why),
+            ("$P/homelink/other/notes.txt", why),
+        ],
+        |f, p| f.tool("read", p),
+    );
+    // Listing stays allowed; reads in the project and outside $HOME too.
+    for ok in [
+        "ls ~",
+        "ls -la ~/.config",
+        "cat README.md",
+        "cat /etc/hostname",
+    ] {
+        assert!(f.bash(ok).is_none(), "{ok}: {:?}", f.bash(ok));
+    }
+}
