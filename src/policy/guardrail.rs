@@ -485,6 +485,10 @@ struct Checker<'a> {
     /// Physical paths `cp`/`mv` created or replaced earlier in this command (they may be
     /// symlinks now): a later path through one is left.
     tainted: Vec<Vec<String>>,
+    /// Whether a simple command earlier in this command (or a redirection of the current one)
+    /// creates, writes or removes anything but `/dev/null`: what it creates is not seen at
+    /// check time (a planted repository, `HEAD`, a file named `-r`).
+    wrote: bool,
     origin: &'static str,
     /// `lstat` and `readlink` answers within this one check (never across checks: the file
     /// system changes between requests).
@@ -516,6 +520,7 @@ impl<'a> Checker<'a> {
             covered: Vec::new(),
             vars: HashMap::new(),
             tainted: Vec::new(),
+            wrote: false,
             origin: "",
             lstat_memo: RefCell::new(HashMap::new()),
             link_memo: RefCell::new(HashMap::new()),
@@ -722,6 +727,9 @@ impl<'a> Checker<'a> {
         let mut out = Vec::new();
         for cwd in &cwds {
             let r = self.path_from(cwd, raw, access, follow_last, what)?;
+            if matches!(access, Access::Write | Access::WriteTree) && r.0 != ["dev", "null"] {
+                self.wrote = true;
+            }
             if !out.contains(&r) {
                 out.push(r);
             }
@@ -1128,6 +1136,7 @@ impl<'a> Checker<'a> {
         self.fail_cwds.clear();
         self.vars.clear();
         self.tainted.clear();
+        self.wrote = false;
         let script =
             parse::parse(text).map_err(|u| self.hit(format!("{} at byte {}", u.what, u.at)))?;
         for pl in &script.pipelines {
@@ -1712,6 +1721,12 @@ impl<'a> Checker<'a> {
     }
 
     fn git(&mut self, args: &[String]) -> Result<(), Hit> {
+        if self.wrote {
+            return Err(self.hit(
+                "git after a command that writes (what it creates — a repository, HEAD, \
+                 commondir, config — is not seen at check time)",
+            ));
+        }
         let mut i = 0;
         while i < args.len() && matches!(args[i].as_str(), "--no-pager" | "-P") {
             i += 1;

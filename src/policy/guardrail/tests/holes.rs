@@ -295,3 +295,33 @@ fn reads_under_home_outside_the_project_are_left() {
         assert!(f.bash(ok).is_none(), "{ok}: {:?}", f.bash(ok));
     }
 }
+
+#[test]
+fn git_after_a_command_that_writes_is_left() {
+    let f = fixture();
+    let why = "git after a command that writes";
+    all_left(
+        &f,
+        &[
+            ("mkdir -p b/objects b/refs && echo 'ref: refs/heads/main' > b/HEAD && printf '[core]\\n' > b/config && cd b && git status", why),
+            ("mkdir -p b/objects b/refs; cd b; git log", why),
+            ("touch HEAD; git status", why),
+            ("echo x > notes.txt && git diff", why),
+            ("cp README.md docs/x.md; git status", why),
+            ("rm -f notes.txt; git status", why),
+            ("echo x > notes.txt | git status", why),
+            ("git status > HEAD", why),
+            ("ls; mkdir -p x && git -P log -1", why),
+        ],
+        Fixture::bash,
+    );
+    // Reads before git, /dev/null redirections and writes after git stay approved.
+    for ok in [
+        "ls && git status",
+        "git status 2>/dev/null",
+        "cat README.md >/dev/null; git diff",
+        "git status; echo ok > notes.txt",
+    ] {
+        assert!(f.bash(ok).is_none(), "{ok}: {:?}", f.bash(ok));
+    }
+}
