@@ -1009,7 +1009,7 @@ impl<'a> Checker<'a> {
                 }
                 for key in ["patchText", "patch_text", "patch", "input"] {
                     if let Some(text) = arg_str(key) {
-                        let paths: Vec<&str> = patch_paths(text).collect();
+                        let paths = patch_paths(text).map_err(unproven)?;
                         if paths.is_empty() {
                             return Err(unproven("patch: no file header found"));
                         }
@@ -1809,20 +1809,39 @@ fn norm(comps: &[String]) -> Vec<Comp<'_>> {
 }
 
 /// Paths named by an OpenCode/Codex patch (`*** Add File: p`, `*** Update File: p`,
-/// `*** Delete File: p`, `*** Move to: p`).
-fn patch_paths(text: &str) -> impl Iterator<Item = &str> {
-    text.lines().filter_map(|l| {
+/// `*** Delete File: p`, `*** Move to: p`; OpenCode takes the text after the colon, trimmed).
+/// Any other line starting with `***` (e.g. `*** Move To:`) is an error: a parser more lenient
+/// than this one may read a path in it.
+fn patch_paths(text: &str) -> Result<Vec<&str>, String> {
+    let mut out = Vec::new();
+    for l in text.lines() {
         let l = l.trim();
-        [
-            "*** Add File: ",
-            "*** Update File: ",
-            "*** Delete File: ",
-            "*** Move to: ",
+        if !l.starts_with("***")
+            || matches!(l, "*** Begin Patch" | "*** End Patch" | "*** End of File")
+        {
+            continue;
+        }
+        let path = [
+            "*** Add File:",
+            "*** Update File:",
+            "*** Delete File:",
+            "*** Move to:",
         ]
         .iter()
         .find_map(|p| l.strip_prefix(p))
         .map(str::trim)
-    })
+        .filter(|p| !p.is_empty());
+        match path {
+            Some(p) => out.push(p),
+            None => {
+                return Err(format!(
+                    "patch: header line {:?} is not parsed exactly",
+                    l.chars().take(80).collect::<String>()
+                ))
+            }
+        }
+    }
+    Ok(out)
 }
 
 #[cfg(test)]

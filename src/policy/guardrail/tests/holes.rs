@@ -325,3 +325,38 @@ fn git_after_a_command_that_writes_is_left() {
         assert!(f.bash(ok).is_none(), "{ok}: {:?}", f.bash(ok));
     }
 }
+
+#[test]
+fn patch_header_lines_not_parsed_exactly_are_left() {
+    let f = fixture();
+    let ctx = f.ctx();
+    let patch = |body: &str| PermissionRequest {
+        permission: "apply_patch".into(),
+        args: serde_json::json!({
+            "patchText": format!("*** Begin Patch\n{body}\n*** End Patch")
+        }),
+        ..Default::default()
+    };
+    let why = "is not parsed exactly";
+    for body in [
+        "*** Update File: src/x.rs\n*** Move To: .git/config\n@@\n-a\n+b",
+        "*** Update File: src/x.rs\n*** move to: .git/config\n@@\n-a\n+b",
+        "*** Add  File: .git/config\n+x",
+        "*** Create File: AGENTS.md\n+x",
+        "*** Add File: src/y.rs\n+x\n***Add File: .bashrc",
+        "*** Update File: src/x.rs\n@@\n-a\n+b\n*** Delete File:",
+    ] {
+        let h = check(&patch(body), &ctx).unwrap_or_else(|| panic!("approved: {body:?}"));
+        assert!(h.reason.contains(why), "{body:?}: {}", h.reason);
+    }
+    // OpenCode reads the text after the colon, trimmed: a tab instead of a space is a path.
+    let h = check(&patch("*** Add File:\t.git/config\n+x"), &ctx).unwrap();
+    assert!(h.reason.contains("git configuration"), "{}", h.reason);
+    for ok in [
+        "*** Add File: src/y.rs\n+x",
+        "*** Update File: src/x.rs\n*** Move to: src/z.rs\n@@\n-a\n+b\n*** End of File",
+        "*** Delete File: notes.txt",
+    ] {
+        assert!(check(&patch(ok), &ctx).is_none(), "{ok:?}");
+    }
+}
