@@ -1427,6 +1427,13 @@ impl<'a> Checker<'a> {
                 Pc::One => '?',
             })
             .collect();
+        if self.wrote {
+            // An earlier part of the command may create an entry this glob would match (a
+            // file named `-r`): the check-time listing is not what bash will see.
+            return Err(self.hit(format!(
+                "glob {text} after a command that writes (its matches are not seen at check time)"
+            )));
+        }
         let slash = pat.iter().rposition(|c| *c == Pc::Lit('/'));
         let (dir_pat, last) = match slash {
             Some(k) => (&pat[..=k], &pat[k + 1..]),

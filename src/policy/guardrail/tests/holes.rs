@@ -360,3 +360,30 @@ fn patch_header_lines_not_parsed_exactly_are_left() {
         assert!(check(&patch(ok), &ctx).is_none(), "{ok:?}");
     }
 }
+
+#[test]
+fn a_glob_after_a_command_that_writes_is_left() {
+    let f = fixture();
+    fs::create_dir_all(f.proj.join("src/util")).unwrap();
+    fs::write(f.proj.join("src/util/.env"), "SECRET=x\n").unwrap();
+    let why = "after a command that writes";
+    all_left(
+        &f,
+        &[
+            ("cd src && touch ./-r && grep -n SECRET *", why),
+            ("cd src && touch ./-r && rm -f *", why),
+            ("cd src && touch ./-rf && rm *", why),
+            ("touch src/-r && cd src && rm -f *", why),
+            ("echo x > src/-R; grep -n x src/*", why),
+            ("mkdir -p src/-r; ls src/*", why),
+        ],
+        Fixture::bash,
+    );
+    // Before any write, and with /dev/null only, a glob is expanded from the listing.
+    for ok in [
+        "ls src/* && touch notes.txt",
+        "ls 2>/dev/null; cat docs/*.md",
+    ] {
+        assert!(f.bash(ok).is_none(), "{ok}: {:?}", f.bash(ok));
+    }
+}
