@@ -845,8 +845,10 @@ impl<'a> Checker<'a> {
             }
         }
         match access {
-            Access::List | Access::Read => Ok(()),
-            Access::ReadTree => {
+            Access::List => Ok(()),
+            // A directory given to a reading program is read through (`diff -N DIR X` prints
+            // every file of DIR): judged like a recursive read.
+            Access::Read | Access::ReadTree => {
                 if node == Node::Dir {
                     self.walk(comps, false, what)
                 } else {

@@ -387,3 +387,26 @@ fn a_glob_after_a_command_that_writes_is_left() {
         assert!(f.bash(ok).is_none(), "{ok}: {:?}", f.bash(ok));
     }
 }
+
+#[test]
+fn a_directory_given_to_a_reading_program_is_read_through() {
+    let f = fixture();
+    fs::create_dir_all(f.proj.join("app")).unwrap();
+    fs::write(f.proj.join("app/.env"), "SECRET=x\n").unwrap();
+    symlink("..", f.proj.join("docs/up")).unwrap();
+    let why = "(credentials)";
+    all_left(
+        &f,
+        &[
+            ("diff -u -N . build", "diff reads ~/proj/"),
+            ("diff -N app build", why),
+            ("diff -N docs/up build", "diff reads ~/proj/"),
+            ("diff -q secrets-dir build", why),
+            ("cmp app build", why),
+        ],
+        Fixture::bash,
+    );
+    for ok in ["diff -N docs build", "diff -u README.md notes.txt"] {
+        assert!(f.bash(ok).is_none(), "{ok}: {:?}", f.bash(ok));
+    }
+}
