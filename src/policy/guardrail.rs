@@ -44,6 +44,7 @@
 //! Names are compared per component, case-insensitively, after NFKC normalisation with
 //! invisible characters removed (`names.rs`).
 
+mod gitconfig;
 mod names;
 pub(crate) mod parse;
 pub(crate) mod programs;
@@ -253,6 +254,12 @@ pub trait FsProbe {
     /// The entries of directory `p` (names, and what each is, not followed); `None` when it
     /// cannot be read.
     fn read_dir(&self, p: &Path) -> Option<Vec<(std::ffi::OsString, Node)>>;
+    /// The contents of a small text file (a git configuration file), symlinks followed;
+    /// `None` when it cannot be read. The default reads nothing: an existing git configuration
+    /// file that cannot be read leaves every write and every git command.
+    fn read_file(&self, _p: &Path) -> Option<String> {
+        None
+    }
 }
 
 /// The real file system.
@@ -305,6 +312,16 @@ impl FsProbe for RealFs {
             out.push((e.file_name(), node));
         }
         Some(out)
+    }
+    fn read_file(&self, p: &Path) -> Option<String> {
+        use std::io::Read;
+        let mut s = String::new();
+        std::fs::File::open(p)
+            .ok()?
+            .take(1 << 20)
+            .read_to_string(&mut s)
+            .ok()?;
+        Some(s)
     }
 }
 
@@ -498,6 +515,11 @@ struct Checker<'a> {
     session: Option<Cwd>,
     /// `$HOME`, physical.
     home_phys: Option<Vec<String>>,
+    /// Places the user's git configuration names (hooks directory, included files, programs),
+    /// lexical and physical: git configuration ([`gitconfig`]).
+    git_named: Vec<Vec<String>>,
+    /// Why the git configuration could not be read, if so: writes and git are then left.
+    git_unknown: Option<String>,
     /// Tool paths already shown confined in this check: `(path, worktree-relative)`. An edit
     /// names its file up to three times (`filepath`, `args.filePath`, `patterns`).
     tool_done: Vec<(String, bool)>,
@@ -526,6 +548,8 @@ impl<'a> Checker<'a> {
             link_memo: RefCell::new(HashMap::new()),
             session: None,
             home_phys: None,
+            git_named: Vec::new(),
+            git_unknown: None,
             tool_done: Vec::new(),
             cache,
         };
@@ -548,7 +572,149 @@ impl<'a> Checker<'a> {
         c.write_roots = roots.write_roots;
         c.session = roots.session;
         c.home_phys = roots.home;
+        // Per check, not cached: the user may change the configuration during a session.
+        c.git_named_places();
         c
+    }
+
+    /// Reads the git configuration files (see [`gitconfig`]) and fills
+    /// [`Checker::git_named`] / [`Checker::git_unknown`].
+    fn git_named_places(&mut self) {
+        let env = |k: &str| std::env::var(k).ok().filter(|v| !v.is_empty());
+        let home = self.home.clone();
+        let wt = self.ctx.worktree.to_str().map(|w| lexfold(&[], w));
+        let mut files: Vec<(Vec<String>, usize)> = Vec::new();
+        if let Some(wt) = &wt {
+            let mut dot_git = wt.clone();
+            dot_git.push(".git".into());
+            let gitdir = match self.lstat(&join(&dot_git)) {
+                Node::Dir => Some(dot_git),
+                Node::Missing => None,
+                Node::File | Node::MultiLinked | Node::Symlink => {
+                    match self.fs.read_file(Path::new(&join(&dot_git))) {
+                        Some(t) => t
+                            .lines()
+                            .find_map(|l| l.strip_prefix("gitdir:"))
+                            .map(|g| lexfold(wt, g.trim())),
+                        None => {
+                            self.git_unknown = Some("cannot read the worktree's .git file".into());
+                            None
+                        }
+                    }
+                }
+                _ => {
+                    self.git_unknown = Some("cannot look at the worktree's .git".into());
+                    None
+                }
+            };
+            if let Some(gitdir) = gitdir {
+                let mut cd = gitdir.clone();
+                cd.push("commondir".into());
+                let common = match self.lstat(&join(&cd)) {
+                    Node::Missing | Node::Dir => gitdir.clone(),
+                    _ => match self.fs.read_file(Path::new(&join(&cd))) {
+                        Some(t) => lexfold(&gitdir, t.trim()),
+                        None => {
+                            self.git_unknown =
+                                Some("cannot read the repository's commondir".into());
+                            gitdir.clone()
+                        }
+                    },
+                };
+                let mut c = common;
+                c.push("config".into());
+                files.push((c, 0));
+                let mut w = gitdir;
+                w.push("config.worktree".into());
+                files.push((w, 0));
+            }
+        }
+        match env("GIT_CONFIG_GLOBAL") {
+            Some(g) => files.push((lexfold(&home, &g), 0)),
+            None => {
+                let mut g = home.clone();
+                g.push(".gitconfig".into());
+                files.push((g, 0));
+                let mut x = match env("XDG_CONFIG_HOME") {
+                    Some(x) => lexfold(&home, &x),
+                    None => {
+                        let mut x = home.clone();
+                        x.push(".config".into());
+                        x
+                    }
+                };
+                x.push("git".into());
+                x.push("config".into());
+                files.push((x, 0));
+            }
+        }
+        if env("GIT_CONFIG_NOSYSTEM").is_none() {
+            let sys = env("GIT_CONFIG_SYSTEM").unwrap_or_else(|| "/etc/gitconfig".into());
+            files.push((lexfold(&[], &sys), 0));
+        }
+        if env("GIT_CONFIG_PARAMETERS").is_some() || env("GIT_CONFIG_COUNT").is_some() {
+            self.git_unknown = Some("git configuration given in the environment".into());
+        }
+        let mut seen: Vec<Vec<String>> = Vec::new();
+        while let Some((file, depth)) = files.pop() {
+            if seen.contains(&file) || seen.len() > 64 {
+                continue;
+            }
+            seen.push(file.clone());
+            let text = match self.lstat(&join(&file)) {
+                Node::Missing | Node::Dir => continue,
+                Node::File | Node::MultiLinked | Node::Symlink => {
+                    self.fs.read_file(Path::new(&join(&file)))
+                }
+                _ => None,
+            };
+            let Some(text) = text else {
+                self.git_unknown = Some(format!(
+                    "cannot read git configuration {}",
+                    self.display(&file)
+                ));
+                continue;
+            };
+            let dir = file[..file.len().saturating_sub(1)].to_vec();
+            for e in gitconfig::parse(&text) {
+                for w in gitconfig::named_words(&e) {
+                    let mut bases: Vec<Vec<String>> = vec![dir.clone()];
+                    bases.extend(wt.clone());
+                    for base in bases {
+                        let lexical = match w.strip_prefix("~/") {
+                            Some(rest) => lexfold(&home, rest),
+                            None => lexfold(&base, &w),
+                        };
+                        let mut forms = vec![lexical.clone()];
+                        if let Ok((p, _)) = self.resolve(&[], &join(&lexical), true) {
+                            forms.push(p);
+                        }
+                        for p in forms {
+                            // A name for the project itself (or above it): only a hooks
+                            // directory there matters, and then no write is shown confined.
+                            if self.write_roots.iter().any(|r| starts_with(r, &p)) {
+                                if e.key == "hookspath" {
+                                    self.git_unknown = Some(format!(
+                                        "core.hooksPath {w} is the project or above it"
+                                    ));
+                                }
+                                continue;
+                            }
+                            if !self.git_named.contains(&p) {
+                                self.git_named.push(p);
+                            }
+                        }
+                    }
+                    if gitconfig::is_include(&e) && depth < gitconfig::MAX_INCLUDE_DEPTH {
+                        let inc = match w.strip_prefix("~/") {
+                            Some(rest) => lexfold(&home, rest),
+                            None => lexfold(&dir, &w),
+                        };
+                        files.push((inc, depth + 1));
+                    }
+                }
+            }
+        }
     }
 
     fn roots(&self) -> Roots {
@@ -781,6 +947,9 @@ impl<'a> Checker<'a> {
         };
         let cat = if self.protected.iter().any(|p| starts_with(comps, p)) {
             Some(Category::BrokerState)
+        } else if self.git_named.iter().any(|p| starts_with(comps, p)) {
+            // Named by the user's git configuration: hooks, included files, programs.
+            Some(Category::GitConfig)
         } else {
             categorize(&norm(comps))
         }?;
@@ -858,6 +1027,12 @@ impl<'a> Checker<'a> {
             Access::Write | Access::WriteTree => {
                 if is_dev_null && access == Access::Write {
                     return Ok(());
+                }
+                if let Some(why) = &self.git_unknown {
+                    return Err(self.hit(format!(
+                        "{what} writes {}: {why} (a hook or included file may be named there)",
+                        self.display(comps)
+                    )));
                 }
                 let strict = access == Access::WriteTree;
                 let inside = self
@@ -1730,6 +1905,9 @@ impl<'a> Checker<'a> {
     }
 
     fn git(&mut self, args: &[String]) -> Result<(), Hit> {
+        if let Some(why) = &self.git_unknown {
+            return Err(self.hit(format!("git: {why}")));
+        }
         if self.wrote {
             return Err(self.hit(
                 "git after a command that writes (what it creates — a repository, HEAD, \

@@ -410,3 +410,82 @@ fn a_directory_given_to_a_reading_program_is_read_through() {
         assert!(f.bash(ok).is_none(), "{ok}: {:?}", f.bash(ok));
     }
 }
+
+#[test]
+fn places_the_git_configuration_names_are_git_configuration() {
+    let f = fixture();
+    fs::create_dir_all(f.proj.join(".githooks")).unwrap();
+    fs::create_dir_all(f.proj.join("scripts")).unwrap();
+    fs::write(f.proj.join("scripts/build.sh"), "echo\n").unwrap();
+    let gc = "(git configuration)";
+    for (config, cases) in [
+        (
+            "[core]\n\thooksPath = .githooks\n",
+            vec![
+                "echo x > .githooks/pre-commit",
+                "cp scripts/build.sh .githooks/post-index-change",
+                "mv scripts/build.sh .githooks/pre-commit",
+                "printf 'echo pwned\\n' >> .githooks/post-index-change",
+                "rm -rf .githooks",
+            ],
+        ),
+        (
+            "[core]\n  HooksPath = \"tools/hooks\" # shared\n",
+            vec!["mkdir -p tools/hooks", "echo x > tools/hooks/pre-push"],
+        ),
+        (
+            "[include]\n\tpath = ../.gitconfig.shared\n",
+            vec!["printf '[core]\\n\\tfsmonitor = x\\n' > .gitconfig.shared; git status --short"],
+        ),
+        (
+            "[core]\n\tfsmonitor = .githooks/fsmonitor\n",
+            vec!["echo x > .githooks/fsmonitor"],
+        ),
+        (
+            "[diff \"bin\"]\n\ttextconv = sh scripts/conv.sh\n",
+            vec!["echo x > scripts/conv.sh"],
+        ),
+        (
+            "[filter \"lfs\"]\n\tclean = ./scripts/clean %f\n",
+            vec!["echo x > scripts/clean"],
+        ),
+    ] {
+        fs::write(f.proj.join(".git/config"), config).unwrap();
+        let cases: Vec<(&str, &str)> = cases.iter().map(|c| (*c, gc)).collect();
+        all_left(&f, &cases, Fixture::bash);
+    }
+    // The write tool as well; an included file's own hooksPath too.
+    fs::write(
+        f.proj.join(".git/config"),
+        "[includeIf \"gitdir:~/\"]\n\tpath = ~/other/inc.cfg\n",
+    )
+    .unwrap();
+    fs::write(
+        f.home.join("other/inc.cfg"),
+        "[core]\nhooksPath=~/proj/hk\n",
+    )
+    .unwrap();
+    all_left(&f, &[("$P/hk/pre-commit", gc)], write_tool);
+    assert!(f.bash("echo x > hk/pre-commit").is_some());
+    // A hooks directory that is the project itself: no write is shown confined.
+    fs::write(f.proj.join(".git/config"), "[core]\n\thooksPath = .\n").unwrap();
+    let h = f.bash("echo x > pre-commit").unwrap();
+    assert!(
+        h.reason.contains("is the project or above it"),
+        "{}",
+        h.reason
+    );
+    // Ordinary configuration protects nothing else.
+    fs::write(
+        f.proj.join(".git/config"),
+        "[core]\n\tbare = false\n[remote \"origin\"]\n\turl = https://example.com/x.git\n",
+    )
+    .unwrap();
+    for ok in [
+        "echo x > notes.txt",
+        "echo x > scripts/build.sh",
+        "git status",
+    ] {
+        assert!(f.bash(ok).is_none(), "{ok}: {:?}", f.bash(ok));
+    }
+}
