@@ -342,6 +342,13 @@ pub fn check_with(
     c.request(req).err()
 }
 
+/// The protected names ([`Category`] by category; per path component, case-insensitive, after
+/// normalisation) as Markdown, for SECURITY.md (a unit test keeps SECURITY.md's generated block
+/// equal to it).
+pub fn protected_names_markdown() -> String {
+    names::markdown()
+}
+
 /// The modeled-program table as Markdown, for SECURITY.md (a unit test keeps SECURITY.md's
 /// generated block equal to it).
 pub fn allow_table_markdown() -> String {

@@ -343,3 +343,60 @@ fn scan(comps: &[Comp], creds_only: bool) -> Option<Category> {
     }
     None
 }
+
+/// The protected names as Markdown, one row per category (the generated block of SECURITY.md).
+pub(super) fn markdown() -> String {
+    let cats = [
+        PermissionConfig,
+        AgentInstructions,
+        Credentials,
+        ShellStartup,
+        GitConfig,
+        Scheduling,
+        Privilege,
+        BrokerState,
+    ];
+    let mut s = String::from(
+        "`name/`: a path component with that name, and everything below it; `a/b`: `b` \
+         directly in an `a`, and everything below it; `name`: the last component.\n\n\
+         | category | protected names |\n|---|---|\n",
+    );
+    for cat in cats {
+        let mut names: Vec<String> = Vec::new();
+        names.extend(
+            ANY_COMPONENT
+                .iter()
+                .filter(|r| r.1 == cat)
+                .map(|r| format!("`{}/`", r.0)),
+        );
+        names.extend(
+            CONFIG_SUB
+                .iter()
+                .filter(|r| r.1 == cat)
+                .map(|r| format!("`.config/{}/`", r.0)),
+        );
+        names.extend(
+            PAIRS
+                .iter()
+                .filter(|r| r.2 == cat)
+                .map(|r| format!("`{}/{}`", r.0, r.1)),
+        );
+        names.extend(
+            LAST_NAME
+                .iter()
+                .filter(|r| r.1 == cat)
+                .map(|r| format!("`{}`", r.0)),
+        );
+        match cat {
+            Credentials => names.extend(["`.env.*`".into(), "`.*_history`".into()]),
+            _ => {}
+        }
+        names.extend(
+            ETC.iter()
+                .filter(|r| r.1 == cat)
+                .map(|r| format!("`/etc/{}`", r.0)),
+        );
+        s.push_str(&format!("| {} | {} |\n", cat.as_str(), names.join(" ")));
+    }
+    s
+}

@@ -489,3 +489,22 @@ fn places_the_git_configuration_names_are_git_configuration() {
         assert!(f.bash(ok).is_none(), "{ok}: {:?}", f.bash(ok));
     }
 }
+
+#[test]
+fn security_md_lists_exactly_the_protected_names() {
+    let doc = include_str!("../../../../SECURITY.md");
+    let begin = "<!-- protected-names:begin (generated: cargo run --example guardrail_names) -->\n";
+    let a = doc
+        .find(begin)
+        .expect("SECURITY.md has the generated block")
+        + begin.len();
+    let b = doc[a..]
+        .find("<!-- protected-names:end -->")
+        .expect("end marker")
+        + a;
+    assert_eq!(
+        &doc[a..b],
+        protected_names_markdown(),
+        "SECURITY.md is stale: run `cargo run --example guardrail_names` and paste its output"
+    );
+}
