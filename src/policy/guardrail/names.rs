@@ -387,9 +387,8 @@ pub(super) fn markdown() -> String {
                 .filter(|r| r.1 == cat)
                 .map(|r| format!("`{}`", r.0)),
         );
-        match cat {
-            Credentials => names.extend(["`.env.*`".into(), "`.*_history`".into()]),
-            _ => {}
+        if cat == Credentials {
+            names.extend(["`.env.*`".into(), "`.*_history`".into()]);
         }
         names.extend(
             ETC.iter()
