@@ -513,6 +513,9 @@ struct Checker<'a> {
     /// creates, writes or removes anything but `/dev/null`: what it creates is not seen at
     /// check time (a planted repository, `HEAD`, a file named `-r`).
     wrote: bool,
+    /// Whether the current pipeline expanded a glob or ran git (both depend on what the
+    /// directories hold when they run).
+    sees_listing: bool,
     origin: &'static str,
     /// `lstat` and `readlink` answers within this one check (never across checks: the file
     /// system changes between requests).
@@ -550,6 +553,7 @@ impl<'a> Checker<'a> {
             vars: HashMap::new(),
             tainted: Vec::new(),
             wrote: false,
+            sees_listing: false,
             origin: "",
             lstat_memo: RefCell::new(HashMap::new()),
             link_memo: RefCell::new(HashMap::new()),
@@ -1334,9 +1338,19 @@ impl<'a> Checker<'a> {
             }
             let in_pipeline = pl.cmds.len() > 1;
             let conditional = pl.sep != Sep::Seq;
+            let wrote_before = self.wrote;
+            self.sees_listing = false;
             for cmd in &pl.cmds {
                 self.covered.push(text[cmd.at..cmd.end].to_string());
                 self.simple(cmd, in_pipeline, conditional)?;
+            }
+            // The commands of a pipeline run at the same time: a write anywhere in it may
+            // come before a glob or a git command anywhere in it.
+            if in_pipeline && self.sees_listing && self.wrote && !wrote_before {
+                return Err(self.hit(
+                    "a pipeline that writes and expands a glob or runs git (they run at the \
+                     same time: the check-time listing is not what they see)",
+                ));
             }
         }
         Ok(())
@@ -1611,6 +1625,7 @@ impl<'a> Checker<'a> {
                 Pc::One => '?',
             })
             .collect();
+        self.sees_listing = true;
         if self.wrote {
             // An earlier part of the command may create an entry this glob would match (a
             // file named `-r`): the check-time listing is not what bash will see.
@@ -1915,6 +1930,7 @@ impl<'a> Checker<'a> {
         if let Some(why) = &self.git_unknown {
             return Err(self.hit(format!("git: {why}")));
         }
+        self.sees_listing = true;
         if self.wrote {
             return Err(self.hit(
                 "git after a command that writes (what it creates — a repository, HEAD, \

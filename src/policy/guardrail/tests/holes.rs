@@ -508,3 +508,27 @@ fn security_md_lists_exactly_the_protected_names() {
         "SECURITY.md is stale: run `cargo run --example guardrail_names` and paste its output"
     );
 }
+
+#[test]
+fn a_pipeline_that_writes_and_globs_or_runs_git_is_left() {
+    let f = fixture();
+    let why = "they run at the same time";
+    all_left(
+        &f,
+        &[
+            ("grep -n x src/* | touch src/-r", why),
+            ("ls src/* | cat > src/-r", why),
+            ("git status | cat > HEAD", why),
+            ("git log | echo x > notes.txt", why),
+        ],
+        Fixture::bash,
+    );
+    for ok in [
+        "ls src/* | wc -l",
+        "git log --oneline | head -5",
+        "git status 2>/dev/null | cat",
+        "cat README.md | grep hello > out.txt",
+    ] {
+        assert!(f.bash(ok).is_none(), "{ok}: {:?}", f.bash(ok));
+    }
+}
