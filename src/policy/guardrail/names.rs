@@ -41,11 +41,21 @@ const ANY_COMPONENT: &[Rule] = &[
     (".windsurf", AgentInstructions),
     (".cursorrules", AgentInstructions),
     (".windsurfrules", AgentInstructions),
+    (".roo", AgentInstructions),
+    (".roorules", AgentInstructions),
+    (".kiro", AgentInstructions),
+    (".junie", AgentInstructions),
+    (".amazonq", AgentInstructions),
+    (".goosehints", AgentInstructions),
     // Tool configuration that runs code without the user's say: CI (on the next push, with
     // the repository's secrets), IDE run configurations and tasks.
     (".circleci", Scheduling),
     (".idea", Scheduling),
     (".zed", Scheduling),
+    (".buildkite", Scheduling),
+    (".woodpecker", Scheduling),
+    (".gitlab", Scheduling),
+    (".mise", Scheduling),
     // Desktop keyrings hold secrets.
     ("keyrings", Credentials),
     (".zshrc.d", ShellStartup),
@@ -76,6 +86,7 @@ const CONFIG_SUB: &[Rule] = &[
     ("hub", Credentials),
     ("rclone", Credentials),
     ("github-copilot", Credentials),
+    ("mise", Scheduling),
 ];
 
 /// File names protected wherever they are (last component).
@@ -88,6 +99,8 @@ const LAST_NAME: &[Rule] = &[
     ("claude.local.md", AgentInstructions),
     ("agents.override.md", AgentInstructions),
     ("gemini.md", AgentInstructions),
+    ("qwen.md", AgentInstructions),
+    ("agent.md", AgentInstructions),
     (".aider.conf.yml", AgentInstructions),
     (".mcp.json", AgentInstructions),
     // Git hook managers: their configuration is the hooks.
@@ -99,6 +112,16 @@ const LAST_NAME: &[Rule] = &[
     ("lefthook-local.yml", GitConfig),
     // Tool configuration that runs code: CI, version managers' hooks and tasks.
     (".gitlab-ci.yml", Scheduling),
+    (".travis.yml", Scheduling),
+    ("jenkinsfile", Scheduling),
+    ("azure-pipelines.yml", Scheduling),
+    ("bitbucket-pipelines.yml", Scheduling),
+    (".drone.yml", Scheduling),
+    (".woodpecker.yml", Scheduling),
+    // rustup runs the toolchain a `path` names; pnpm runs `.pnpmfile.cjs` on install.
+    ("rust-toolchain", Scheduling),
+    ("rust-toolchain.toml", Scheduling),
+    (".pnpmfile.cjs", Scheduling),
     (".mise.toml", Scheduling),
     ("mise.toml", Scheduling),
     (".mise.local.toml", Scheduling),
@@ -171,6 +194,10 @@ const PAIRS: &[(&str, &str, Category)] = &[
     (".github", "workflows", Scheduling),
     (".github", "copilot-instructions.md", AgentInstructions),
     (".github", "instructions", AgentInstructions),
+    (".github", "prompts", AgentInstructions),
+    (".github", "chatmodes", AgentInstructions),
+    (".github", "agents", AgentInstructions),
+    (".github", "actions", Scheduling),
     ("spool", "cron", Scheduling),
     // ~/.local/share/systemd/user: systemd user units.
     ("share", "systemd", Scheduling),

@@ -194,6 +194,21 @@ fn names_other_tools_read_or_run_are_protected() {
             ".devcontainer/devcontainer.json",
             "(scheduling/persistence)",
         ),
+        // The same families, further members.
+        ("QWEN.md", "(agent instructions)"),
+        (".roo/rules/x.md", "(agent instructions)"),
+        (".kiro/steering/x.md", "(agent instructions)"),
+        (".github/prompts/x.prompt.md", "(agent instructions)"),
+        (
+            ".github/actions/setup/action.yml",
+            "(scheduling/persistence)",
+        ),
+        (".travis.yml", "(scheduling/persistence)"),
+        ("Jenkinsfile", "(scheduling/persistence)"),
+        (".buildkite/pipeline.yml", "(scheduling/persistence)"),
+        ("rust-toolchain.toml", "(scheduling/persistence)"),
+        (".pnpmfile.cjs", "(scheduling/persistence)"),
+        (".config/mise/config.toml", "(scheduling/persistence)"),
     ];
     let bash: Vec<(String, &str)> = cases
         .iter()
