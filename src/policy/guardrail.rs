@@ -44,7 +44,7 @@
 //! Names are compared per component, case-insensitively, after NFKC normalisation with
 //! invisible characters removed (`names.rs`).
 
-mod gitconfig;
+mod git_named;
 mod names;
 pub(crate) mod parse;
 pub(crate) mod programs;
@@ -526,7 +526,7 @@ struct Checker<'a> {
     /// `$HOME`, physical.
     home_phys: Option<Vec<String>>,
     /// Places the user's git configuration names (hooks directory, included files, programs),
-    /// lexical and physical: git configuration ([`gitconfig`]).
+    /// lexical and physical: git configuration ([`git_named`]).
     git_named: Vec<Vec<String>>,
     /// Why the git configuration could not be read, if so: writes and git are then left.
     git_unknown: Option<String>,
@@ -588,7 +588,7 @@ impl<'a> Checker<'a> {
         c
     }
 
-    /// Reads the git configuration files (see [`gitconfig`]) and fills
+    /// Reads the git configuration files (see [`git_named`]) and fills
     /// [`Checker::git_named`] / [`Checker::git_unknown`].
     fn git_named_places(&mut self) {
         let env = |k: &str| std::env::var(k).ok().filter(|v| !v.is_empty());
@@ -687,8 +687,8 @@ impl<'a> Checker<'a> {
                 continue;
             };
             let dir = file[..file.len().saturating_sub(1)].to_vec();
-            for e in gitconfig::parse(&text) {
-                for w in gitconfig::named_words(&e) {
+            for e in git_named::parse(&text) {
+                for w in git_named::named_words(&e) {
                     let mut bases: Vec<Vec<String>> = vec![dir.clone()];
                     bases.extend(wt.clone());
                     for base in bases {
@@ -716,7 +716,7 @@ impl<'a> Checker<'a> {
                             }
                         }
                     }
-                    if gitconfig::is_include(&e) && depth < gitconfig::MAX_INCLUDE_DEPTH {
+                    if git_named::is_include(&e) && depth < git_named::MAX_INCLUDE_DEPTH {
                         let inc = match w.strip_prefix("~/") {
                             Some(rest) => lexfold(&home, rest),
                             None => lexfold(&dir, &w),
