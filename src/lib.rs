@@ -16,7 +16,7 @@
 //! - [`envelope`]: framing of peer text for the model; permission-reply recognition.
 //! - [`provenance`]: the turn index and `parentID` walk (was this turn peer-triggered?).
 //! - [`policy`]: pure decisions: `peerPermissions`, inbound gating, hop limit, rate limit,
-//!   the protected-path guardrail.
+//!   the fail-closed guardrail.
 //! - [`node`]: napi classes and functions; error-code mapping.
 //!
 //! # Terminology

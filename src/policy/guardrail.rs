@@ -12,7 +12,8 @@
 //! # What is approved
 //!
 //! - **bash**: a command in the modeled subset of bash (`parse.rs`: words, quotes, `$name`,
-//!   `;` `&&` `||` `|`, file redirections, comments, lower-case assignments, `cd`) whose every
+//!   `;` `&&` `||` `|`, file redirections, comments, lower-case assignments, `cd`, `*`/`?` in
+//!   the last component of an argument, expanded here against the file system) whose every
 //!   simple command runs a program of the modeled table (`programs.rs`), with only the options
 //!   listed there, and whose every path is confined (below). The command is analysed from
 //!   `metadata.command`, the tool's raw `args.command`, and each `patterns`/`resources` entry
@@ -25,10 +26,12 @@
 //!
 //! # Paths
 //!
-//! Every path is resolved like the kernel does ([`FsProbe`] is the only I/O): component by
+//! Every path is resolved like the kernel does ([`FsProbe`] is the only I/O for paths; git's
+//! configuration files are read for git commands, `gitconfig.rs`): component by
 //! component from the real working directory, following existing symlinks (chains, relative
 //! and absolute targets, dangling ones as the path they would create; more than 40 → leave),
-//! applying `..` after resolution. A path through `/proc` or an unreadable directory is left.
+//! applying `..` after resolution. A path through `/proc` or an unreadable directory is left,
+//! and so is a file with more than one hard link (except for listing).
 //! The lexically folded form is checked as well (OpenCode's edit tools fold `..` before the
 //! kernel sees the path). Then, by access:
 //!
@@ -45,6 +48,7 @@
 //! invisible characters removed (`names.rs`).
 
 mod git_named;
+mod gitconfig;
 mod names;
 pub(crate) mod parse;
 pub(crate) mod programs;
@@ -168,6 +172,9 @@ pub struct PathContext {
     /// system; [`check_with`] works them out on every call): an approved request can neither
     /// move a root nor create a symlink, so they do not change under approved requests.
     roots: std::sync::OnceLock<Roots>,
+    /// Whether git's configuration names a program inside the project (worked out once by
+    /// [`check`]; the files are protected, so approved requests cannot change it).
+    git_verdict: std::sync::OnceLock<Option<String>>,
 }
 
 /// The physical forms of a context's directories.
@@ -200,6 +207,7 @@ impl PathContext {
             path_env: std::env::var("PATH").ok(),
             path_verdict: std::sync::OnceLock::new(),
             roots: std::sync::OnceLock::new(),
+            git_verdict: std::sync::OnceLock::new(),
         }
     }
 
@@ -329,7 +337,27 @@ impl FsProbe for RealFs {
 /// whole effect is shown confined). See the module doc.
 pub fn check(req: &PermissionRequest, ctx: &PathContext) -> Option<GuardrailHit> {
     let mut c = Checker::new(ctx, &RealFs, true);
-    c.request(req).err()
+    c.request(req).err().map(tidy)
+}
+
+/// Longest reason kept (characters): reasons quote words of the request, which a peer chose.
+const MAX_REASON: usize = 300;
+
+/// Bounds the reason's length and replaces control characters (it is logged and shown).
+fn tidy(mut h: GuardrailHit) -> GuardrailHit {
+    if h.reason.chars().count() > MAX_REASON || h.reason.chars().any(char::is_control) {
+        let mut r: String = h
+            .reason
+            .chars()
+            .take(MAX_REASON)
+            .map(|c| if c.is_control() { '?' } else { c })
+            .collect();
+        if h.reason.chars().count() > MAX_REASON {
+            r.push('…');
+        }
+        h.reason = r;
+    }
+    h
 }
 
 /// [`check`] with an explicit file-system probe.
@@ -339,7 +367,7 @@ pub fn check_with(
     fs: &dyn FsProbe,
 ) -> Option<GuardrailHit> {
     let mut c = Checker::new(ctx, fs, false);
-    c.request(req).err()
+    c.request(req).err().map(tidy)
 }
 
 /// The protected names ([`Category`] by category; per path component, case-insensitive, after
@@ -414,7 +442,7 @@ pub fn allow_table_markdown() -> String {
 /// At most this many symlinks are followed for one path (Linux's limit).
 const MAX_LINKS: usize = 40;
 /// At most this many directory entries are looked at by one recursive check.
-const WALK_MAX: usize = 4096;
+const WALK_MAX: usize = 20_000;
 /// At most this many directory levels are descended by one recursive check.
 const WALK_DEPTH: usize = 24;
 /// At most this many possible working directories are tracked (each `cd` may fail).
@@ -505,17 +533,19 @@ struct Checker<'a> {
     fail_cwds: Vec<Cwd>,
     /// Source text of every simple command analysed (for `patterns`).
     covered: Vec<String>,
+    /// In the command text being analysed: whether something is written, a glob expanded,
+    /// git run. A write together with a glob (a file named `-r` created first) or with git (a
+    /// repository planted first) is left: the check sees the file system before the command.
+    /// Indices (within the command text) of the simple commands that write, glob, run git;
+    /// `simple_ix` is the one being analysed.
+    wrote: Vec<usize>,
+    globbed: Vec<usize>,
+    ran_git: Vec<usize>,
+    simple_ix: usize,
     vars: HashMap<String, String>,
     /// Physical paths `cp`/`mv` created or replaced earlier in this command (they may be
     /// symlinks now): a later path through one is left.
     tainted: Vec<Vec<String>>,
-    /// Whether a simple command earlier in this command (or a redirection of the current one)
-    /// creates, writes or removes anything but `/dev/null`: what it creates is not seen at
-    /// check time (a planted repository, `HEAD`, a file named `-r`).
-    wrote: bool,
-    /// Whether the current pipeline expanded a glob or ran git (both depend on what the
-    /// directories hold when they run).
-    sees_listing: bool,
     origin: &'static str,
     /// `lstat` and `readlink` answers within this one check (never across checks: the file
     /// system changes between requests).
@@ -550,10 +580,12 @@ impl<'a> Checker<'a> {
             cwds: Vec::new(),
             fail_cwds: Vec::new(),
             covered: Vec::new(),
+            wrote: Vec::new(),
+            globbed: Vec::new(),
+            ran_git: Vec::new(),
+            simple_ix: 0,
             vars: HashMap::new(),
             tainted: Vec::new(),
-            wrote: false,
-            sees_listing: false,
             origin: "",
             lstat_memo: RefCell::new(HashMap::new()),
             link_memo: RefCell::new(HashMap::new()),
@@ -822,6 +854,9 @@ impl<'a> Checker<'a> {
         };
         let mut queue: std::collections::VecDeque<String> =
             raw.split('/').map(str::to_string).collect();
+        // A trailing `/` (or `/.`) makes the kernel follow a final symlink (`rm -r link/`
+        // empties the target).
+        let follow_last = follow_last || raw.ends_with('/') || raw.ends_with("/.");
         let mut links = 0usize;
         let mut exists = true;
         let mut last = Node::Dir;
@@ -860,7 +895,7 @@ impl<'a> Checker<'a> {
                     last = Node::Missing;
                 }
                 Node::Unknown => return Err(format!("cannot look at {}", self.display(&stack))),
-                Node::Symlink if !(is_last && !follow_last) => {
+                Node::Symlink if !is_last || follow_last => {
                     links += 1;
                     if links > MAX_LINKS {
                         return Err("too many levels of symbolic links".into());
@@ -904,9 +939,6 @@ impl<'a> Checker<'a> {
         let mut out = Vec::new();
         for cwd in &cwds {
             let r = self.path_from(cwd, raw, access, follow_last, what)?;
-            if matches!(access, Access::Write | Access::WriteTree) && r.0 != ["dev", "null"] {
-                self.wrote = true;
-            }
             if !out.contains(&r) {
                 out.push(r);
             }
@@ -1039,6 +1071,7 @@ impl<'a> Checker<'a> {
                 if is_dev_null && access == Access::Write {
                     return Ok(());
                 }
+                self.wrote.push(self.simple_ix);
                 if let Some(why) = &self.git_unknown {
                     return Err(self.hit(format!(
                         "{what} writes {}: {why} (a hook or included file may be named there)",
@@ -1103,7 +1136,9 @@ impl<'a> Checker<'a> {
                 if node == Node::Unknown {
                     return Err(self.hit(format!("{what}: cannot look at {}", self.display(&p))));
                 }
-                if node == Node::Dir && !(!write && name == ".git") {
+                // A read walk skips `.git` (objects, not credentials); a write walk never gets
+                // there (`.git` is protected).
+                if node == Node::Dir && (write || name != ".git") {
                     if depth + 1 > WALK_DEPTH {
                         return Err(
                             self.hit(format!("{what} {}: tree too deep", self.display(root)))
@@ -1324,7 +1359,9 @@ impl<'a> Checker<'a> {
         self.fail_cwds.clear();
         self.vars.clear();
         self.tainted.clear();
-        self.wrote = false;
+        self.wrote.clear();
+        self.globbed.clear();
+        self.ran_git.clear();
         let script =
             parse::parse(text).map_err(|u| self.hit(format!("{} at byte {}", u.what, u.at)))?;
         for pl in &script.pipelines {
@@ -1338,20 +1375,20 @@ impl<'a> Checker<'a> {
             }
             let in_pipeline = pl.cmds.len() > 1;
             let conditional = pl.sep != Sep::Seq;
-            let wrote_before = self.wrote;
-            self.sees_listing = false;
             for cmd in &pl.cmds {
                 self.covered.push(text[cmd.at..cmd.end].to_string());
+                self.simple_ix += 1;
                 self.simple(cmd, in_pipeline, conditional)?;
             }
-            // The commands of a pipeline run at the same time: a write anywhere in it may
-            // come before a glob or a git command anywhere in it.
-            if in_pipeline && self.sees_listing && self.wrote && !wrote_before {
-                return Err(self.hit(
-                    "a pipeline that writes and expands a glob or runs git (they run at the \
-                     same time: the check-time listing is not what they see)",
-                ));
-            }
+        }
+        // Another simple command's write (before, or beside in a pipeline) is not in the
+        // file system the check saw.
+        let other = |a: &[usize], b: &[usize]| a.iter().any(|x| b.iter().any(|y| x != y));
+        if other(&self.globbed, &self.wrote) {
+            return Err(self.hit("glob in a command that also writes files"));
+        }
+        if other(&self.ran_git, &self.wrote) {
+            return Err(self.hit("git in a command that also writes files"));
         }
         Ok(())
     }
@@ -1427,6 +1464,7 @@ impl<'a> Checker<'a> {
         for w in &cmd.words[1..] {
             if w.parts.iter().any(|p| matches!(p, Part::Glob(_))) {
                 first_glob.get_or_insert(argv.len());
+                self.globbed.push(self.simple_ix);
                 argv.extend(self.glob(w)?);
             } else {
                 argv.push(self.expand(w)?);
@@ -1503,6 +1541,9 @@ impl<'a> Checker<'a> {
                 }
                 let access = if prog.kind == Kind::List {
                     Access::List
+                } else if matches!(name, "diff" | "cmp") {
+                    // `diff DIR1 DIR2` reads the files in both directories.
+                    Access::ReadTree
                 } else {
                     Access::Read
                 };
@@ -1542,6 +1583,27 @@ impl<'a> Checker<'a> {
                 Ok(())
             }
             Kind::Find => self.find(args),
+            Kind::SedPrint => {
+                let a = parse(prog.opts, false).map_err(|e| self.hit(e))?;
+                if !args
+                    .iter()
+                    .any(|x| x == "-n" || x == "--quiet" || x == "--silent")
+                {
+                    return Err(self.hit("sed without -n"));
+                }
+                let Some((script, files)) = a.operands.split_first() else {
+                    return Err(self.hit("sed without a script"));
+                };
+                if !sed_print_script(script) {
+                    return Err(self.hit(format!("sed script {script:?} is not modeled")));
+                }
+                for f in files {
+                    if f != "-" {
+                        self.path(f, Access::Read, true, name)?;
+                    }
+                }
+                Ok(())
+            }
             Kind::Mkdir | Kind::Touch => {
                 let a = parse(prog.opts, false).map_err(|e| self.hit(e))?;
                 if a.operands.is_empty() {
@@ -1625,14 +1687,6 @@ impl<'a> Checker<'a> {
                 Pc::One => '?',
             })
             .collect();
-        self.sees_listing = true;
-        if self.wrote {
-            // An earlier part of the command may create an entry this glob would match (a
-            // file named `-r`): the check-time listing is not what bash will see.
-            return Err(self.hit(format!(
-                "glob {text} after a command that writes (its matches are not seen at check time)"
-            )));
-        }
         let slash = pat.iter().rposition(|c| *c == Pc::Lit('/'));
         let (dir_pat, last) = match slash {
             Some(k) => (&pat[..=k], &pat[k + 1..]),
@@ -1701,11 +1755,8 @@ impl<'a> Checker<'a> {
     /// Checks option values that are paths.
     fn values(&mut self, a: &programs::Args) -> Result<(), Hit> {
         for (val, v) in &a.values {
-            match val {
-                Val::PatternFile => {
-                    self.path(v, Access::Read, true, "option value")?;
-                }
-                _ => {}
+            if *val == Val::PatternFile {
+                self.path(v, Access::Read, true, "option value")?;
             }
         }
         Ok(())
@@ -1715,6 +1766,10 @@ impl<'a> Checker<'a> {
         for r in &cmd.redirs {
             if let Redir::File { op, target } = r {
                 let t = self.expand(target)?;
+                // bash itself duplicates these descriptors; no file is opened.
+                if matches!(t.as_str(), "/dev/stdout" | "/dev/stderr") && *op != RedirOp::In {
+                    continue;
+                }
                 match op {
                     RedirOp::In => {
                         self.path(&t, Access::Read, true, "redirection")?;
@@ -1927,15 +1982,9 @@ impl<'a> Checker<'a> {
     }
 
     fn git(&mut self, args: &[String]) -> Result<(), Hit> {
+        self.ran_git.push(self.simple_ix);
         if let Some(why) = &self.git_unknown {
             return Err(self.hit(format!("git: {why}")));
-        }
-        self.sees_listing = true;
-        if self.wrote {
-            return Err(self.hit(
-                "git after a command that writes (what it creates — a repository, HEAD, \
-                 commondir, config — is not seen at check time)",
-            ));
         }
         let mut i = 0;
         while i < args.len() && matches!(args[i].as_str(), "--no-pager" | "-P") {
@@ -1991,6 +2040,21 @@ impl<'a> Checker<'a> {
         if !matches!(self.lstat(&join(&dot_git)), Node::Dir | Node::File) {
             return Err(self.hit("git: the worktree has no .git"));
         }
+        let verdict = match self.ctx.git_verdict.get().filter(|_| self.cache) {
+            Some(v) => v.clone(),
+            None => {
+                let v = gitconfig::relative_program(&self.ctx.home, Path::new(&join(&wt)));
+                if self.cache {
+                    let _ = self.ctx.git_verdict.set(v.clone());
+                }
+                v
+            }
+        };
+        if let Some(why) = verdict {
+            return Err(self.hit(format!(
+                "git: configuration names a program in the project ({why})"
+            )));
+        }
         for c in self.cwds.clone() {
             if !starts_with(&c.physical, &wt) {
                 return Err(self.hit("git: working directory outside the worktree"));
@@ -2016,6 +2080,18 @@ impl<'a> Checker<'a> {
 
 fn norm(comps: &[String]) -> Vec<Comp<'_>> {
     comps.iter().map(|c| norm_comp(c)).collect()
+}
+
+/// `Np`, `N,Mp`, `N,$p`, `$p` with decimal N and M: a sed script that only prints lines.
+fn sed_print_script(s: &str) -> bool {
+    let Some(addr) = s.strip_suffix('p') else {
+        return false;
+    };
+    let num = |x: &str| !x.is_empty() && x.len() <= 9 && x.bytes().all(|b| b.is_ascii_digit());
+    match addr.split_once(',') {
+        None => addr == "$" || num(addr),
+        Some((a, b)) => num(a) && (b == "$" || num(b)),
+    }
 }
 
 /// Paths named by an OpenCode/Codex patch (`*** Add File: p`, `*** Update File: p`,

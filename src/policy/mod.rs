@@ -8,8 +8,8 @@
 //! - [`hops`]: the `via` hop list that stops relay loops.
 //! - [`rate`]: the per sender→recipient rate limiter.
 //!
-//! - [`guardrail`]: the protected-path guardrail over structured permission input; its
-//!   category enters [`peer_permissions::decide`] as a plain value.
+//! - [`guardrail`]: the fail-closed guardrail over structured permission input (approve only
+//!   what it shows confined); its category enters [`peer_permissions::decide`] as a plain value.
 //! - [`engine`]: the per-instance [`engine::PermissionGate`] that joins the turn index,
 //!   the guardrail and `peerPermissions` over OpenCode's raw JSON, and writes the audit line.
 

@@ -27,6 +27,11 @@ const ANY_COMPONENT: &[Rule] = &[
     // `config.worktree`, `gitdir`, `info/`, `modules/*/config`, `objects/info/alternates`,
     // `packed-refs`, `HEAD`, `index`, ...): never written; reads stay allowed.
     (".git", GitConfig),
+    ("keyrings", Credentials),
+    (".codex", Credentials),
+    (".mozilla", Credentials),
+    ("google-chrome", Credentials),
+    ("chromium", Credentials),
     // VS Code tasks can run on folder open; devcontainers run commands on open.
     (".vscode", Scheduling),
     (".devcontainer", Scheduling),
@@ -35,7 +40,6 @@ const ANY_COMPONENT: &[Rule] = &[
     // (Cursor, Gemini CLI, Codex CLI, Continue, Cline, Windsurf; MCP servers are commands).
     (".cursor", AgentInstructions),
     (".gemini", AgentInstructions),
-    (".codex", AgentInstructions),
     (".continue", AgentInstructions),
     (".clinerules", AgentInstructions),
     (".windsurf", AgentInstructions),
@@ -56,8 +60,6 @@ const ANY_COMPONENT: &[Rule] = &[
     (".woodpecker", Scheduling),
     (".gitlab", Scheduling),
     (".mise", Scheduling),
-    // Desktop keyrings hold secrets.
-    ("keyrings", Credentials),
     (".zshrc.d", ShellStartup),
     ("launchagents", Scheduling),
     ("launchdaemons", Scheduling),
@@ -135,10 +137,20 @@ const LAST_NAME: &[Rule] = &[
     (".pgpass", Credentials),
     (".my.cnf", Credentials),
     (".vault-token", Credentials),
+    (".credentials.json", Credentials),
+    ("credentials.json", Credentials),
+    ("credentials", Credentials),
+    ("auth.json", Credentials),
+    // Shell and REPL histories hold pasted secrets.
+    (".bash_history", Credentials),
+    (".zsh_history", Credentials),
+    (".python_history", Credentials),
+    (".psql_history", Credentials),
+    (".mysql_history", Credentials),
+    (".node_repl_history", Credentials),
     (".yarnrc", Credentials),
     (".yarnrc.yml", Credentials),
     ("pip.conf", Credentials),
-    (".credentials.json", Credentials),
     ("oauth_creds.json", Credentials),
     ("rclone.conf", Credentials),
     ("credentials.tfrc.json", Credentials),
@@ -179,9 +191,6 @@ const PAIRS: &[(&str, &str, Category)] = &[
     (".cargo", "credentials.toml", Credentials),
     (".gem", "credentials", Credentials),
     ("opencode", "auth.json", Credentials),
-    (".codex", "auth.json", Credentials),
-    (".composer", "auth.json", Credentials),
-    ("composer", "auth.json", Credentials),
     ("github-copilot", "hosts.json", Credentials),
     ("github-copilot", "apps.json", Credentials),
     (".m2", "settings.xml", Credentials),
@@ -318,53 +327,58 @@ fn find_rule(c: &Comp, index: &Index) -> Option<Category> {
     index.0.get(&*c.s).copied()
 }
 
-/// The category of a normalised absolute path, if protected. Credentials win over any other
-/// category (`~/.codex/auth.json` is credentials, not only agent settings): reads of them are
-/// left.
+/// The category of a normalised absolute path, if protected. When several rules match,
+/// credentials and broker state win (they also protect reads): `~/.claude/.credentials.json`
+/// is credentials although `.claude/` is permission configuration.
 pub(super) fn categorize(comps: &[Comp]) -> Option<Category> {
-    scan(comps, true).or_else(|| scan(comps, false))
+    let first = categorize_first(comps)?;
+    if matches!(first, Credentials | BrokerState) {
+        return Some(first);
+    }
+    // A read-protecting rule further down the path wins.
+    for k in 1..comps.len() {
+        if let Some(c @ (Credentials | BrokerState)) = categorize_first(&comps[k..]) {
+            return Some(c);
+        }
+    }
+    Some(first)
 }
 
-/// The first rule `comps` matches; with `creds_only`, only credential rules.
-fn scan(comps: &[Comp], creds_only: bool) -> Option<Category> {
+fn categorize_first(comps: &[Comp]) -> Option<Category> {
     let ix = indexes();
-    let ok = |cat: &Category| !creds_only || *cat == Credentials;
     let n = comps.len();
     for (i, c) in comps.iter().enumerate() {
-        if let Some(cat) = find_rule(c, &ix.any_component).filter(ok) {
+        if let Some(cat) = find_rule(c, &ix.any_component) {
             return Some(cat);
         }
         let next = comps.get(i + 1);
         if let Some(next) = next {
             if c.is(".config") {
-                if let Some(cat) = find_rule(next, &ix.config_sub).filter(ok) {
+                if let Some(cat) = find_rule(next, &ix.config_sub) {
                     return Some(cat);
                 }
             }
             // A literal parent that starts no pair cannot match any (all pairs are literal).
             if ix.pair_parents.contains_key(&*c.s) {
-                if let Some((_, _, cat)) = PAIRS
-                    .iter()
-                    .find(|(a, b, cat)| c.is(a) && next.is(b) && ok(cat))
-                {
+                if let Some((_, _, cat)) = PAIRS.iter().find(|(a, b, _)| c.is(a) && next.is(b)) {
                     return Some(*cat);
                 }
             }
         }
         if i + 1 == n {
-            if c.is(".git") && !creds_only {
+            if c.is(".git") {
                 return Some(GitConfig);
             }
             if c.is_env_file() || c.is_history() {
                 return Some(Credentials);
             }
-            if let Some(cat) = find_rule(c, &ix.last_name).filter(ok) {
+            if let Some(cat) = find_rule(c, &ix.last_name) {
                 return Some(cat);
             }
         }
     }
     if n >= 2 && comps[0].is("etc") {
-        if let Some(cat) = find_rule(&comps[1], &ix.etc).filter(ok) {
+        if let Some(cat) = find_rule(&comps[1], &ix.etc) {
             return Some(cat);
         }
     }

@@ -10,12 +10,14 @@
 //! - redirections `<` `>` `>>` `>|` `&>` `&>>` with an optional file-descriptor number, and
 //!   `N>&M` / `N<&M` / `N>&-`;
 //! - comments exactly where bash starts them: a `#` at the start of a word;
-//! - leading `NAME=value` assignments.
+//! - leading `NAME=value` assignments;
+//! - unquoted `*` and `?` as [`Part::Glob`] (the guardrail expands them, or leaves).
 //!
 //! Everything else is refused with [`Unmodeled`] (construct and byte offset), so that "the
 //! parser agrees with bash" only has to be argued for this small grammar: `$( )`, backticks,
 //! `<( )`, `>( )`, `( )`, `{ }` and brace expansion, `[[ ]]`-style words, arithmetic, here-documents
-//! and here-strings, `&` (background), `|&`, `;;`, globs (`*` `?` `[`), extglob, `!`, `~user`, a
+//! and here-strings, `&` (background), `|&`, `;;`, bracket globs `[…]` (a word that is just `[`
+//! is `test`), extglob, `!`, `~user`, a
 //! `~` elsewhere, `$'…'`, `$"…"`, parameter operators (`${F%X}`), special and positional
 //! parameters (`$1` `$@` `$$` `$?` …), `+=`, a word starting with `=` (zsh's `=cmd`), NUL and
 //! control characters other than tab and newline, and anything unterminated. Keywords

@@ -82,6 +82,9 @@ pub(crate) enum Kind {
     Cd,
     /// `git`: one read-only subcommand from [`GIT`].
     Git,
+    /// `sed -n SCRIPT FILE…` where SCRIPT only prints lines by number (`12p`, `1,20p`,
+    /// `5,$p`, `$p`): no `w`, `r`, `e` or `s` command can appear. The files are read.
+    SedPrint,
 }
 
 /// One modeled program.
@@ -298,6 +301,8 @@ pub(crate) static PROGRAMS: &[Program] = &[
         v(&["-d", "-f", "-c", "-b", "--delimiter", "--fields"], Val::Text),
     ], "cuts fields"),
     p("nl", false, Kind::Read, &[v(&["-b", "-n", "-w", "-s"], Val::Text)], "numbers lines"),
+    p("sed", false, Kind::SedPrint, &[o(&["-n", "--quiet", "--silent"])],
+      "only `sed -n 'Np'`, `'N,Mp'`, `'N,$p'`, `'$p'` (prints lines; any other script is left)"),
     p("tr", false, Kind::Text, &[o(&["-d", "-s", "-c", "-C"])], "translates stdin"),
     p("grep", false, Kind::Grep, GREP,
       "searches files; `-r` only under directories whose tree holds no credentials (no `-R`)"),

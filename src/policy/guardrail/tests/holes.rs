@@ -174,7 +174,7 @@ fn names_other_tools_read_or_run_are_protected() {
         (".github/copilot-instructions.md", "(agent instructions)"),
         (".cursor/rules/x.mdc", "(agent instructions)"),
         (".gemini/settings.json", "(agent instructions)"),
-        (".codex/config.toml", "(agent instructions)"),
+        (".codex/config.toml", "(credentials)"),
         (".continue/config.json", "(agent instructions)"),
         (".aider.conf.yml", "(agent instructions)"),
         (".mcp.json", "(agent instructions)"),
@@ -314,7 +314,7 @@ fn reads_under_home_outside_the_project_are_left() {
 #[test]
 fn git_after_a_command_that_writes_is_left() {
     let f = fixture();
-    let why = "git after a command that writes";
+    let why = "git in a command that also writes files";
     all_left(
         &f,
         &[
@@ -325,7 +325,6 @@ fn git_after_a_command_that_writes_is_left() {
             ("cp README.md docs/x.md; git status", why),
             ("rm -f notes.txt; git status", why),
             ("echo x > notes.txt | git status", why),
-            ("git status > HEAD", why),
             ("ls; mkdir -p x && git -P log -1", why),
         ],
         Fixture::bash,
@@ -335,7 +334,6 @@ fn git_after_a_command_that_writes_is_left() {
         "ls && git status",
         "git status 2>/dev/null",
         "cat README.md >/dev/null; git diff",
-        "git status; echo ok > notes.txt",
     ] {
         assert!(f.bash(ok).is_none(), "{ok}: {:?}", f.bash(ok));
     }
@@ -381,24 +379,23 @@ fn a_glob_after_a_command_that_writes_is_left() {
     let f = fixture();
     fs::create_dir_all(f.proj.join("src/util")).unwrap();
     fs::write(f.proj.join("src/util/.env"), "SECRET=x\n").unwrap();
-    let why = "after a command that writes";
+    let why = "glob in a command that also writes files";
     all_left(
         &f,
         &[
-            ("cd src && touch ./-r && grep -n SECRET *", why),
+            // (The directory util matched by the glob is read through as well.)
+            ("cd src && touch ./-r && grep -n SECRET *", "(credentials)"),
             ("cd src && touch ./-r && rm -f *", why),
             ("cd src && touch ./-rf && rm *", why),
             ("touch src/-r && cd src && rm -f *", why),
-            ("echo x > src/-R; grep -n x src/*", why),
+            ("echo x > src/-R; grep -n x src/*", "(credentials)"),
+            ("echo x > src/-R; ls src/*", why),
             ("mkdir -p src/-r; ls src/*", why),
         ],
         Fixture::bash,
     );
-    // Before any write, and with /dev/null only, a glob is expanded from the listing.
-    for ok in [
-        "ls src/* && touch notes.txt",
-        "ls 2>/dev/null; cat docs/*.md",
-    ] {
+    // Without a write, and with /dev/null only, a glob is expanded from the listing.
+    for ok in ["ls src/*.rs", "ls 2>/dev/null; cat docs/*.md"] {
         assert!(f.bash(ok).is_none(), "{ok}: {:?}", f.bash(ok));
     }
 }
@@ -527,7 +524,7 @@ fn security_md_lists_exactly_the_protected_names() {
 #[test]
 fn a_pipeline_that_writes_and_globs_or_runs_git_is_left() {
     let f = fixture();
-    let why = "they run at the same time";
+    let why = "in a command that also writes files";
     all_left(
         &f,
         &[
