@@ -542,6 +542,8 @@ struct Checker<'a> {
     globbed: Vec<usize>,
     ran_git: Vec<usize>,
     simple_ix: usize,
+    /// Whether the pipeline being analysed follows `||` (it may be skipped).
+    after_or: bool,
     vars: HashMap<String, String>,
     /// Physical paths `cp`/`mv` created or replaced earlier in this command (they may be
     /// symlinks now): a later path through one is left.
@@ -584,6 +586,7 @@ impl<'a> Checker<'a> {
             globbed: Vec::new(),
             ran_git: Vec::new(),
             simple_ix: 0,
+            after_or: false,
             vars: HashMap::new(),
             tainted: Vec::new(),
             origin: "",
@@ -1375,6 +1378,7 @@ impl<'a> Checker<'a> {
             }
             let in_pipeline = pl.cmds.len() > 1;
             let conditional = pl.sep != Sep::Seq;
+            self.after_or = pl.sep == Sep::Or;
             for cmd in &pl.cmds {
                 self.covered.push(text[cmd.at..cmd.end].to_string());
                 self.simple_ix += 1;
@@ -1966,6 +1970,15 @@ impl<'a> Checker<'a> {
                 };
                 if !news.contains(&n) {
                     news.push(n);
+                }
+            }
+        }
+        // After `||` the cd is skipped when the left side succeeded, and a following `&&`
+        // runs in the old directory: it stays possible at once.
+        if self.after_or {
+            for o in &olds {
+                if !news.contains(o) {
+                    news.push(o.clone());
                 }
             }
         }

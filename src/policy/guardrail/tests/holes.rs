@@ -544,3 +544,32 @@ fn a_pipeline_that_writes_and_globs_or_runs_git_is_left() {
         assert!(f.bash(ok).is_none(), "{ok}: {:?}", f.bash(ok));
     }
 }
+
+#[test]
+fn a_cd_after_or_may_be_skipped() {
+    // Found by G2's exec test (seed 0x5eed0f3, case 5389): `a || cd docs && rm ...` runs the
+    // rm in the old directory when `a` succeeds.
+    let f = fixture();
+    fs::create_dir_all(f.proj.join("app/lib")).unwrap();
+    fs::write(f.proj.join("app/lib/AGENTS.md"), "x").unwrap();
+    all_left(
+        &f,
+        &[
+            (
+                "cat README.md || cd docs && rm -f app/lib/*",
+                "several possible working directories",
+            ),
+            (
+                "f=AGENTS.md; cat \"$f\" || cd docs && rm -f app/lib/*",
+                "several possible working directories",
+            ),
+            (
+                "true || cd docs && echo x > .git/config",
+                "git configuration",
+            ),
+            ("ls || cd src && echo x > AGENTS.md", "agent instructions"),
+        ],
+        Fixture::bash,
+    );
+    assert!(f.bash("ls || cd docs && echo x > notes.md").is_none());
+}
