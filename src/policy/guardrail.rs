@@ -174,7 +174,7 @@ pub struct PathContext {
     roots: std::sync::OnceLock<Roots>,
     /// Whether git's configuration names a program inside the project (worked out once by
     /// [`check`]; the files are protected, so approved requests cannot change it).
-    git_verdict: std::sync::OnceLock<Option<String>>,
+    git_verdict: std::sync::OnceLock<gitconfig::Scan>,
 }
 
 /// The physical forms of a context's directories.
@@ -187,6 +187,8 @@ struct Roots {
     session: Option<Cwd>,
     /// `$HOME`, physical.
     home: Option<Vec<String>>,
+    /// Hook directories and programs git's configuration names inside the project.
+    git_protected: Vec<Vec<String>>,
 }
 
 impl PathContext {
@@ -526,6 +528,8 @@ struct Checker<'a> {
     worktree: Option<Vec<String>>,
     /// Protected roots, physical and lexical.
     protected: Vec<Vec<String>>,
+    /// Hook directories and programs git's configuration names (category git configuration).
+    git_protected: Vec<Vec<String>>,
     // --- per analysed command
     cwds: Vec<Cwd>,
     /// Working directories in effect only if a `cd` of the current `&&` chain failed: they
@@ -579,6 +583,7 @@ impl<'a> Checker<'a> {
             write_roots: Vec::new(),
             worktree: None,
             protected: Vec::new(),
+            git_protected: Vec::new(),
             cwds: Vec::new(),
             fail_cwds: Vec::new(),
             covered: Vec::new(),
@@ -618,6 +623,7 @@ impl<'a> Checker<'a> {
         c.write_roots = roots.write_roots;
         c.session = roots.session;
         c.home_phys = roots.home;
+        c.git_protected = roots.git_protected;
         // Per check, not cached: the user may change the configuration during a session.
         c.git_named_places();
         c
@@ -763,8 +769,32 @@ impl<'a> Checker<'a> {
         }
     }
 
+    /// git's configuration, scanned once per context by [`check`].
+    fn git_scan(&self) -> gitconfig::Scan {
+        match self.ctx.git_verdict.get().filter(|_| self.cache) {
+            Some(v) => v.clone(),
+            None => {
+                let v = gitconfig::scan(&self.ctx.home, &self.ctx.worktree);
+                if self.cache {
+                    let _ = self.ctx.git_verdict.set(v.clone());
+                }
+                v
+            }
+        }
+    }
+
     fn roots(&self) -> Roots {
         let mut r = Roots::default();
+        // Where git's configuration says hooks or programs live (`core.hooksPath =
+        // .githooks`): protected like `.git/hooks`.
+        for (_, p) in self.git_scan().relative {
+            if let Some(s) = p.to_str() {
+                r.git_protected.push(lexfold(&[], s));
+            }
+            if let Some(p) = self.phys_abs(&p) {
+                r.git_protected.push(p);
+            }
+        }
         let home_phys = self.phys_abs(&self.ctx.home);
         for p in &self.ctx.protected_roots {
             if let Some(s) = p.to_str() {
@@ -993,7 +1023,9 @@ impl<'a> Checker<'a> {
         };
         let cat = if self.protected.iter().any(|p| starts_with(comps, p)) {
             Some(Category::BrokerState)
-        } else if self.git_named.iter().any(|p| starts_with(comps, p)) {
+        } else if self.git_named.iter().any(|p| starts_with(comps, p))
+            || self.git_protected.iter().any(|p| starts_with(comps, p))
+        {
             // Named by the user's git configuration: hooks, included files, programs.
             Some(Category::GitConfig)
         } else {
@@ -2053,17 +2085,7 @@ impl<'a> Checker<'a> {
         if !matches!(self.lstat(&join(&dot_git)), Node::Dir | Node::File) {
             return Err(self.hit("git: the worktree has no .git"));
         }
-        let verdict = match self.ctx.git_verdict.get().filter(|_| self.cache) {
-            Some(v) => v.clone(),
-            None => {
-                let v = gitconfig::relative_program(&self.ctx.home, Path::new(&join(&wt)));
-                if self.cache {
-                    let _ = self.ctx.git_verdict.set(v.clone());
-                }
-                v
-            }
-        };
-        if let Some(why) = verdict {
+        if let Some(why) = self.git_scan().objection() {
             return Err(self.hit(format!(
                 "git: configuration names a program in the project ({why})"
             )));

@@ -34,9 +34,34 @@ const PROGRAM_KEYS: &[&str] = &[
 const MAX_FILE: u64 = 256 * 1024;
 const MAX_FILES: usize = 16;
 
-/// The first setting that names a program or hooks directory by a relative path, as
-/// "file: key = value", or `None`. `worktree` is the repository's working tree.
-pub(super) fn relative_program(home: &Path, worktree: &Path) -> Option<String> {
+/// What the configuration says: settings that name a program or hooks directory by a
+/// relative path (as "file: key = value", and the path it names, taken from the worktree),
+/// and why it could not be read completely, if so.
+#[derive(Debug, Clone, Default)]
+pub(super) struct Scan {
+    pub(super) unreadable: Option<String>,
+    pub(super) relative: Vec<(String, PathBuf)>,
+}
+
+impl Scan {
+    /// Why git commands are not shown confined, if they are not.
+    pub(super) fn objection(&self) -> Option<String> {
+        self.unreadable
+            .clone()
+            .or_else(|| self.relative.first().map(|(r, _)| r.clone()))
+    }
+}
+
+/// Scans git's configuration for `worktree` (the repository's working tree).
+pub(super) fn scan(home: &Path, worktree: &Path) -> Scan {
+    let mut out = Scan::default();
+    if let Err(why) = scan_into(home, worktree, &mut out) {
+        out.unreadable = Some(why);
+    }
+    out
+}
+
+fn scan_into(home: &Path, worktree: &Path, out: &mut Scan) -> Result<(), String> {
     let mut queue: Vec<PathBuf> = vec![PathBuf::from("/etc/gitconfig")];
     let xdg = std::env::var_os("XDG_CONFIG_HOME")
         .filter(|v| !v.is_empty())
@@ -48,9 +73,11 @@ pub(super) fn relative_program(home: &Path, worktree: &Path) -> Option<String> {
     let gitdir = if dot_git.is_dir() {
         dot_git
     } else {
-        let text = std::fs::read_to_string(&dot_git).ok()?;
+        let Ok(text) = std::fs::read_to_string(&dot_git) else {
+            return Err(format!("{}: cannot be read", dot_git.display()));
+        };
         let Some(d) = text.trim().strip_prefix("gitdir:") else {
-            return Some(format!("{}: not a gitdir file", dot_git.display()));
+            return Err(format!("{}: not a gitdir file", dot_git.display()));
         };
         worktree.join(d.trim())
     };
@@ -63,15 +90,15 @@ pub(super) fn relative_program(home: &Path, worktree: &Path) -> Option<String> {
     while let Some(file) = queue.pop() {
         seen += 1;
         if seen > MAX_FILES {
-            return Some("too many git config files".into());
+            return Err("too many git config files".into());
         }
         let text = match std::fs::metadata(&file) {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
-            Err(_) => return Some(format!("{}: cannot be read", file.display())),
-            Ok(m) if m.len() > MAX_FILE => return Some(format!("{}: too large", file.display())),
+            Err(_) => return Err(format!("{}: cannot be read", file.display())),
+            Ok(m) if m.len() > MAX_FILE => return Err(format!("{}: too large", file.display())),
             Ok(_) => match std::fs::read_to_string(&file) {
                 Ok(t) => t,
-                Err(_) => return Some(format!("{}: cannot be read", file.display())),
+                Err(_) => return Err(format!("{}: cannot be read", file.display())),
             },
         };
         let mut section = String::new();
@@ -106,9 +133,13 @@ pub(super) fn relative_program(home: &Path, worktree: &Path) -> Option<String> {
             }
             let first = value.split_whitespace().next().unwrap_or("");
             if key == "hookspath" || first.contains('/') || first.starts_with('.') {
-                return Some(format!("{}: {key} = {value}", file.display()));
+                let named = if key == "hookspath" { value } else { first };
+                out.relative.push((
+                    format!("{}: {key} = {value}", file.display()),
+                    worktree.join(named),
+                ));
             }
         }
     }
-    None
+    Ok(())
 }

@@ -29,6 +29,8 @@ const ANY_COMPONENT: &[Rule] = &[
     (".git", GitConfig),
     ("keyrings", Credentials),
     (".codex", Credentials),
+    (".gemini", Credentials),
+    (".terraform.d", Credentials),
     (".mozilla", Credentials),
     ("google-chrome", Credentials),
     ("chromium", Credentials),
@@ -39,7 +41,6 @@ const ANY_COMPONENT: &[Rule] = &[
     // Agent instructions and settings other coding agents read without the user's say
     // (Cursor, Gemini CLI, Codex CLI, Continue, Cline, Windsurf; MCP servers are commands).
     (".cursor", AgentInstructions),
-    (".gemini", AgentInstructions),
     (".continue", AgentInstructions),
     (".clinerules", AgentInstructions),
     (".windsurf", AgentInstructions),
@@ -82,12 +83,12 @@ const CONFIG_SUB: &[Rule] = &[
     ("autostart", Scheduling),
     ("git", GitConfig),
     ("pip", Credentials),
+    ("github-copilot", Credentials),
+    ("rclone", Credentials),
     ("containers", Credentials),
     ("gh", Credentials),
     ("gcloud", Credentials),
     ("hub", Credentials),
-    ("rclone", Credentials),
-    ("github-copilot", Credentials),
     ("mise", Scheduling),
 ];
 
@@ -138,6 +139,7 @@ const LAST_NAME: &[Rule] = &[
     (".my.cnf", Credentials),
     (".vault-token", Credentials),
     (".credentials.json", Credentials),
+    (".s3cfg", Credentials),
     ("credentials.json", Credentials),
     ("credentials", Credentials),
     ("auth.json", Credentials),
@@ -190,6 +192,7 @@ const PAIRS: &[(&str, &str, Category)] = &[
     (".cargo", "credentials", Credentials),
     (".cargo", "credentials.toml", Credentials),
     (".gem", "credentials", Credentials),
+    (".m2", "settings.xml", Credentials),
     ("opencode", "auth.json", Credentials),
     ("github-copilot", "hosts.json", Credentials),
     ("github-copilot", "apps.json", Credentials),

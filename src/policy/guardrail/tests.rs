@@ -407,6 +407,8 @@ const LEFT: &[(&str, &str)] = &[
     ("diff -N secrets-dir docs", "(credentials)"),
     ("cat ~/.claude/.credentials.json", "(credentials)"),
     ("cat ~/.codex/auth.json", "(credentials)"),
+    ("cat ~/.config/rclone/rclone.conf", "(credentials)"),
+    ("cat ~/.m2/settings.xml", "(credentials)"),
     ("cp README.md d1", "writes ~/.zshrc"),
     (
         "cp README.md x && echo hi > x",
@@ -803,6 +805,9 @@ fn git_leaves_when_its_config_names_a_program_in_the_project() {
     .unwrap();
     let h = f.bash("git status").unwrap();
     assert!(h.reason.contains("hookspath = .githooks"), "{}", h.reason);
+    // ... and writes into that directory are git configuration.
+    let h = f.bash("echo x > .githooks/post-index-change").unwrap();
+    assert_eq!(h.category, Category::GitConfig, "{}", h.reason);
     fs::write(f.proj.join(".git/config"), "[core]\n\tpager = less -R\n").unwrap();
     assert!(f.bash("git status").is_none());
     fs::write(

@@ -173,7 +173,7 @@ fn names_other_tools_read_or_run_are_protected() {
         (".clinerules/x.md", "(agent instructions)"),
         (".github/copilot-instructions.md", "(agent instructions)"),
         (".cursor/rules/x.mdc", "(agent instructions)"),
-        (".gemini/settings.json", "(agent instructions)"),
+        (".gemini/settings.json", "(credentials)"),
         (".codex/config.toml", "(credentials)"),
         (".continue/config.json", "(agent instructions)"),
         (".aider.conf.yml", "(agent instructions)"),
@@ -483,7 +483,7 @@ fn places_the_git_configuration_names_are_git_configuration() {
     fs::write(f.proj.join(".git/config"), "[core]\n\thooksPath = .\n").unwrap();
     let h = f.bash("echo x > pre-commit").unwrap();
     assert!(
-        h.reason.contains("is the project or above it"),
+        h.reason.contains("is the project or above it") || h.reason.contains("git configuration"),
         "{}",
         h.reason
     );
