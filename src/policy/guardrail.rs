@@ -175,6 +175,10 @@ pub struct PathContext {
     /// Whether git's configuration names a program inside the project (worked out once by
     /// [`check`]; the files are protected, so approved requests cannot change it).
     git_verdict: std::sync::OnceLock<gitconfig::Scan>,
+    /// The places git's configuration names, and why it could not be read (worked out once
+    /// by [`check`], like `git_verdict`: the files and every place they name are protected,
+    /// so approved requests cannot change them).
+    git_named: std::sync::OnceLock<(Vec<Vec<String>>, Option<String>)>,
 }
 
 /// The physical forms of a context's directories.
@@ -210,6 +214,7 @@ impl PathContext {
             path_verdict: std::sync::OnceLock::new(),
             roots: std::sync::OnceLock::new(),
             git_verdict: std::sync::OnceLock::new(),
+            git_named: std::sync::OnceLock::new(),
         }
     }
 
@@ -624,8 +629,20 @@ impl<'a> Checker<'a> {
         c.session = roots.session;
         c.home_phys = roots.home;
         c.git_protected = roots.git_protected;
-        // Per check, not cached: the user may change the configuration during a session.
-        c.git_named_places();
+        match ctx.git_named.get() {
+            Some((named, unknown)) if cache => {
+                c.git_named = named.clone();
+                c.git_unknown = unknown.clone();
+            }
+            _ => {
+                c.git_named_places();
+                if cache {
+                    let _ = ctx
+                        .git_named
+                        .set((c.git_named.clone(), c.git_unknown.clone()));
+                }
+            }
+        }
         c
     }
 

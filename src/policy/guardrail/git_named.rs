@@ -3,7 +3,9 @@
 //! textconv, filters, aliases, editors, ... (programs git runs). A file or directory named there
 //! is git configuration: writing it is left, like `.git/config` itself.
 //!
-//! Read, per check (the user may change the configuration during a session): the repository's
+//! Read once per context by `check` (like `gitconfig.rs`: the files and the places they name are
+//! protected, so no approved request changes them; a change the user makes shows in the next
+//! context): the repository's
 //! `config` (following a `.git` file and `commondir`) and `config.worktree`, the global
 //! (`$GIT_CONFIG_GLOBAL`, or `~/.gitconfig` and `$XDG_CONFIG_HOME/git/config`) and the system
 //! (`$GIT_CONFIG_SYSTEM`, or `/etc/gitconfig`) files, and every file they include (any
