@@ -39,13 +39,15 @@
 //!   only inside the worktree or the session directory (when that is not `/`, `$HOME` or an
 //!   ancestor of them), never a protected name ([`Category`]) or a protected root (the broker
 //!   root), and `/dev/null`;
-//! - **read** (contents): anywhere except credentials and c2c broker state; recursive reads
+//! - **read** (contents): anywhere except credentials, c2c broker state and `$HOME` outside
+//!   the worktree and the session directory; recursive reads
 //!   (`grep -r`, `rg`, the grep tool) walk the tree (bounded) and leave if it holds any;
 //! - **list** (names and metadata only): anywhere except `/proc`.
 //!
 //! Names are compared per component, case-insensitively, after NFKC normalisation with
 //! invisible characters removed (`names.rs`).
 
+mod git_named;
 mod gitconfig;
 mod names;
 pub(crate) mod parse;
@@ -68,16 +70,19 @@ use self::programs::{Kind, Val};
 pub enum Category {
     /// Permission configuration: `opencode.json[c]`, `.opencode/`, `~/.config/opencode/`.
     PermissionConfig,
-    /// Agent instructions: `AGENTS.md`, `CLAUDE.md`.
+    /// Agent instructions and settings other agents read: `AGENTS.md`, `CLAUDE.md`,
+    /// `GEMINI.md`, `.cursorrules`, `.cursor/`, `.codex/`, `.mcp.json`, ...
     AgentInstructions,
-    /// Credentials and secrets: `.env`, `.ssh/`, `.aws/`, `.npmrc`, `pip.conf`, `.yarnrc.yml`, ...
+    /// Credentials and secrets: `.env`, `.ssh/`, `.aws/`, `.npmrc`, `pip.conf`, `.yarnrc.yml`,
+    /// shell histories, keyrings/, ...
     Credentials,
     /// Shell start-up files: `.bashrc`, `.bashrc.d/`, `.zshrc`, `.profile`, `~/.config/fish/`, ...
     ShellStartup,
     /// Git configuration and hooks: `.gitconfig`, `.git/` (all of it), `.husky/`.
     GitConfig,
     /// Scheduling and persistence: crontab, LaunchAgents, systemd user units
-    /// (`~/.config/systemd/`, `~/.local/share/systemd/`), `.vscode/`, `.devcontainer/`.
+    /// (`~/.config/systemd/`, `~/.local/share/systemd/`), and tool configuration that runs code
+    /// (`.vscode/`, `.devcontainer/`, `.idea/`, CI workflows, `.cargo/config.toml`, mise).
     Scheduling,
     /// Privilege: sudoers, `/etc/sudoers.d/`, accounts.
     Privilege,
@@ -170,6 +175,10 @@ pub struct PathContext {
     /// Whether git's configuration names a program inside the project (worked out once by
     /// [`check`]; the files are protected, so approved requests cannot change it).
     git_verdict: std::sync::OnceLock<gitconfig::Scan>,
+    /// The places git's configuration names, and why it could not be read (worked out once
+    /// by [`check`], like `git_verdict`: the files and every place they name are protected,
+    /// so approved requests cannot change them).
+    git_named: std::sync::OnceLock<(Vec<Vec<String>>, Option<String>)>,
 }
 
 /// The physical forms of a context's directories.
@@ -180,6 +189,8 @@ struct Roots {
     write_roots: Vec<Vec<String>>,
     /// The session directory, logical and physical.
     session: Option<Cwd>,
+    /// `$HOME`, physical.
+    home: Option<Vec<String>>,
     /// Hook directories and programs git's configuration names inside the project.
     git_protected: Vec<Vec<String>>,
 }
@@ -203,6 +214,7 @@ impl PathContext {
             path_verdict: std::sync::OnceLock::new(),
             roots: std::sync::OnceLock::new(),
             git_verdict: std::sync::OnceLock::new(),
+            git_named: std::sync::OnceLock::new(),
         }
     }
 
@@ -257,6 +269,12 @@ pub trait FsProbe {
     /// The entries of directory `p` (names, and what each is, not followed); `None` when it
     /// cannot be read.
     fn read_dir(&self, p: &Path) -> Option<Vec<(std::ffi::OsString, Node)>>;
+    /// The contents of a small text file (a git configuration file), symlinks followed;
+    /// `None` when it cannot be read. The default reads nothing: an existing git configuration
+    /// file that cannot be read leaves every write and every git command.
+    fn read_file(&self, _p: &Path) -> Option<String> {
+        None
+    }
 }
 
 /// The real file system.
@@ -310,6 +328,16 @@ impl FsProbe for RealFs {
         }
         Some(out)
     }
+    fn read_file(&self, p: &Path) -> Option<String> {
+        use std::io::Read;
+        let mut s = String::new();
+        std::fs::File::open(p)
+            .ok()?
+            .take(1 << 20)
+            .read_to_string(&mut s)
+            .ok()?;
+        Some(s)
+    }
 }
 
 /// Checks one permission request against the real file system. `None`: approve once (the
@@ -347,6 +375,13 @@ pub fn check_with(
 ) -> Option<GuardrailHit> {
     let mut c = Checker::new(ctx, fs, false);
     c.request(req).err().map(tidy)
+}
+
+/// The protected names ([`Category`] by category; per path component, case-insensitive, after
+/// normalisation) as Markdown, for SECURITY.md (a unit test keeps SECURITY.md's generated block
+/// equal to it).
+pub fn protected_names_markdown() -> String {
+    names::markdown()
 }
 
 /// The modeled-program table as Markdown, for SECURITY.md (a unit test keeps SECURITY.md's
@@ -516,6 +551,8 @@ struct Checker<'a> {
     globbed: Vec<usize>,
     ran_git: Vec<usize>,
     simple_ix: usize,
+    /// Whether the pipeline being analysed follows `||` (it may be skipped).
+    after_or: bool,
     vars: HashMap<String, String>,
     /// Physical paths `cp`/`mv` created or replaced earlier in this command (they may be
     /// symlinks now): a later path through one is left.
@@ -527,6 +564,13 @@ struct Checker<'a> {
     link_memo: RefCell<HashMap<String, Option<PathBuf>>>,
     /// The session directory, resolved once.
     session: Option<Cwd>,
+    /// `$HOME`, physical.
+    home_phys: Option<Vec<String>>,
+    /// Places the user's git configuration names (hooks directory, included files, programs),
+    /// lexical and physical: git configuration ([`git_named`]).
+    git_named: Vec<Vec<String>>,
+    /// Why the git configuration could not be read, if so: writes and git are then left.
+    git_unknown: Option<String>,
     /// Tool paths already shown confined in this check: `(path, worktree-relative)`. An edit
     /// names its file up to three times (`filepath`, `args.filePath`, `patterns`).
     tool_done: Vec<(String, bool)>,
@@ -552,12 +596,16 @@ impl<'a> Checker<'a> {
             globbed: Vec::new(),
             ran_git: Vec::new(),
             simple_ix: 0,
+            after_or: false,
             vars: HashMap::new(),
             tainted: Vec::new(),
             origin: "",
             lstat_memo: RefCell::new(HashMap::new()),
             link_memo: RefCell::new(HashMap::new()),
             session: None,
+            home_phys: None,
+            git_named: Vec::new(),
+            git_unknown: None,
             tool_done: Vec::new(),
             cache,
         };
@@ -579,8 +627,163 @@ impl<'a> Checker<'a> {
         c.worktree = roots.worktree;
         c.write_roots = roots.write_roots;
         c.session = roots.session;
+        c.home_phys = roots.home;
         c.git_protected = roots.git_protected;
+        match ctx.git_named.get() {
+            Some((named, unknown)) if cache => {
+                c.git_named = named.clone();
+                c.git_unknown = unknown.clone();
+            }
+            _ => {
+                c.git_named_places();
+                if cache {
+                    let _ = ctx
+                        .git_named
+                        .set((c.git_named.clone(), c.git_unknown.clone()));
+                }
+            }
+        }
         c
+    }
+
+    /// Reads the git configuration files (see [`git_named`]) and fills
+    /// [`Checker::git_named`] / [`Checker::git_unknown`].
+    fn git_named_places(&mut self) {
+        let env = |k: &str| std::env::var(k).ok().filter(|v| !v.is_empty());
+        let home = self.home.clone();
+        let wt = self.ctx.worktree.to_str().map(|w| lexfold(&[], w));
+        let mut files: Vec<(Vec<String>, usize)> = Vec::new();
+        if let Some(wt) = &wt {
+            let mut dot_git = wt.clone();
+            dot_git.push(".git".into());
+            let gitdir = match self.lstat(&join(&dot_git)) {
+                Node::Dir => Some(dot_git),
+                Node::Missing => None,
+                Node::File | Node::MultiLinked | Node::Symlink => {
+                    match self.fs.read_file(Path::new(&join(&dot_git))) {
+                        Some(t) => t
+                            .lines()
+                            .find_map(|l| l.strip_prefix("gitdir:"))
+                            .map(|g| lexfold(wt, g.trim())),
+                        None => {
+                            self.git_unknown = Some("cannot read the worktree's .git file".into());
+                            None
+                        }
+                    }
+                }
+                _ => {
+                    self.git_unknown = Some("cannot look at the worktree's .git".into());
+                    None
+                }
+            };
+            if let Some(gitdir) = gitdir {
+                let mut cd = gitdir.clone();
+                cd.push("commondir".into());
+                let common = match self.lstat(&join(&cd)) {
+                    Node::Missing | Node::Dir => gitdir.clone(),
+                    _ => match self.fs.read_file(Path::new(&join(&cd))) {
+                        Some(t) => lexfold(&gitdir, t.trim()),
+                        None => {
+                            self.git_unknown =
+                                Some("cannot read the repository's commondir".into());
+                            gitdir.clone()
+                        }
+                    },
+                };
+                let mut c = common;
+                c.push("config".into());
+                files.push((c, 0));
+                let mut w = gitdir;
+                w.push("config.worktree".into());
+                files.push((w, 0));
+            }
+        }
+        match env("GIT_CONFIG_GLOBAL") {
+            Some(g) => files.push((lexfold(&home, &g), 0)),
+            None => {
+                let mut g = home.clone();
+                g.push(".gitconfig".into());
+                files.push((g, 0));
+                let mut x = match env("XDG_CONFIG_HOME") {
+                    Some(x) => lexfold(&home, &x),
+                    None => {
+                        let mut x = home.clone();
+                        x.push(".config".into());
+                        x
+                    }
+                };
+                x.push("git".into());
+                x.push("config".into());
+                files.push((x, 0));
+            }
+        }
+        if env("GIT_CONFIG_NOSYSTEM").is_none() {
+            let sys = env("GIT_CONFIG_SYSTEM").unwrap_or_else(|| "/etc/gitconfig".into());
+            files.push((lexfold(&[], &sys), 0));
+        }
+        if env("GIT_CONFIG_PARAMETERS").is_some() || env("GIT_CONFIG_COUNT").is_some() {
+            self.git_unknown = Some("git configuration given in the environment".into());
+        }
+        let mut seen: Vec<Vec<String>> = Vec::new();
+        while let Some((file, depth)) = files.pop() {
+            if seen.contains(&file) || seen.len() > 64 {
+                continue;
+            }
+            seen.push(file.clone());
+            let text = match self.lstat(&join(&file)) {
+                Node::Missing | Node::Dir => continue,
+                Node::File | Node::MultiLinked | Node::Symlink => {
+                    self.fs.read_file(Path::new(&join(&file)))
+                }
+                _ => None,
+            };
+            let Some(text) = text else {
+                self.git_unknown = Some(format!(
+                    "cannot read git configuration {}",
+                    self.display(&file)
+                ));
+                continue;
+            };
+            let dir = file[..file.len().saturating_sub(1)].to_vec();
+            for e in git_named::parse(&text) {
+                for w in git_named::named_words(&e) {
+                    let mut bases: Vec<Vec<String>> = vec![dir.clone()];
+                    bases.extend(wt.clone());
+                    for base in bases {
+                        let lexical = match w.strip_prefix("~/") {
+                            Some(rest) => lexfold(&home, rest),
+                            None => lexfold(&base, &w),
+                        };
+                        let mut forms = vec![lexical.clone()];
+                        if let Ok((p, _)) = self.resolve(&[], &join(&lexical), true) {
+                            forms.push(p);
+                        }
+                        for p in forms {
+                            // A name for the project itself (or above it): only a hooks
+                            // directory there matters, and then no write is shown confined.
+                            if self.write_roots.iter().any(|r| starts_with(r, &p)) {
+                                if e.key == "hookspath" {
+                                    self.git_unknown = Some(format!(
+                                        "core.hooksPath {w} is the project or above it"
+                                    ));
+                                }
+                                continue;
+                            }
+                            if !self.git_named.contains(&p) {
+                                self.git_named.push(p);
+                            }
+                        }
+                    }
+                    if git_named::is_include(&e) && depth < git_named::MAX_INCLUDE_DEPTH {
+                        let inc = match w.strip_prefix("~/") {
+                            Some(rest) => lexfold(&home, rest),
+                            None => lexfold(&dir, &w),
+                        };
+                        files.push((inc, depth + 1));
+                    }
+                }
+            }
+        }
     }
 
     /// git's configuration, scanned once per context by [`check`].
@@ -620,6 +823,7 @@ impl<'a> Checker<'a> {
         }
         r.worktree = self.phys_abs(&self.ctx.worktree);
         r.session = self.start_cwd(None).ok();
+        r.home = home_phys.clone();
         for root in [&self.ctx.worktree, &self.ctx.cwd] {
             let Some(p) = self.phys_abs(root) else {
                 continue;
@@ -705,20 +909,20 @@ impl<'a> Checker<'a> {
         let follow_last = follow_last || raw.ends_with('/') || raw.ends_with("/.");
         let mut links = 0usize;
         let mut exists = true;
-        // Length of the stack prefix known to exist: directories below it do not exist yet
-        // and will be created as real directories (mkdir, the edit tools), so `..` from them
-        // is their parent, and resolution resumes once `..` climbs back into existing ones.
-        let mut exists_len = usize::MAX;
         let mut last = Node::Dir;
         while let Some(c) = queue.pop_front() {
             match c.as_str() {
                 "" | "." => continue,
                 ".." => {
-                    stack.pop();
-                    if !exists && stack.len() <= exists_len {
-                        exists = true;
-                        last = Node::Dir;
+                    // A component that does not exist yet may be created (by the tool, or an
+                    // earlier command) and be resolved physically before this `..`: unknown.
+                    if !exists {
+                        return Err(format!(
+                            "`..` after {}, which does not exist yet",
+                            self.display(&stack)
+                        ));
                     }
+                    stack.pop();
                     continue;
                 }
                 _ => {}
@@ -732,11 +936,12 @@ impl<'a> Checker<'a> {
                 continue;
             }
             let here = join(&stack);
-            let is_last = queue.iter().all(|q| q.is_empty() || q == ".");
+            // A trailing `/` or `/.` makes the kernel (and `rm`, `mv`, ...) follow a symlink
+            // in the last component: only a bare last component is not followed.
+            let is_last = queue.is_empty();
             match self.lstat(&here) {
                 Node::Missing => {
                     exists = false;
-                    exists_len = stack.len() - 1;
                     last = Node::Missing;
                 }
                 Node::Unknown => return Err(format!("cannot look at {}", self.display(&stack))),
@@ -835,7 +1040,10 @@ impl<'a> Checker<'a> {
         };
         let cat = if self.protected.iter().any(|p| starts_with(comps, p)) {
             Some(Category::BrokerState)
-        } else if self.git_protected.iter().any(|p| starts_with(comps, p)) {
+        } else if self.git_named.iter().any(|p| starts_with(comps, p))
+            || self.git_protected.iter().any(|p| starts_with(comps, p))
+        {
+            // Named by the user's git configuration: hooks, included files, programs.
             Some(Category::GitConfig)
         } else {
             categorize(&norm(comps))
@@ -884,9 +1092,27 @@ impl<'a> Checker<'a> {
                 self.display(comps)
             )));
         }
+        if matches!(access, Access::Read | Access::ReadTree) {
+            // Under $HOME, outside the project, any file may hold a secret under a name no
+            // table knows (G2 finding 6): not shown harmless.
+            let under_home = starts_with(comps, &self.home)
+                || self
+                    .home_phys
+                    .as_ref()
+                    .is_some_and(|h| starts_with(comps, h));
+            let in_project = self.write_roots.iter().any(|r| starts_with(comps, r));
+            if under_home && !in_project {
+                return Err(self.hit(format!(
+                    "{what} reads {}: reads outside the project under $HOME are not shown harmless",
+                    self.display(comps)
+                )));
+            }
+        }
         match access {
-            Access::List | Access::Read => Ok(()),
-            Access::ReadTree => {
+            Access::List => Ok(()),
+            // A directory given to a reading program is read through (`diff -N DIR X` prints
+            // every file of DIR): judged like a recursive read.
+            Access::Read | Access::ReadTree => {
                 if node == Node::Dir {
                     self.walk(comps, false, what)
                 } else {
@@ -898,6 +1124,12 @@ impl<'a> Checker<'a> {
                     return Ok(());
                 }
                 self.wrote.push(self.simple_ix);
+                if let Some(why) = &self.git_unknown {
+                    return Err(self.hit(format!(
+                        "{what} writes {}: {why} (a hook or included file may be named there)",
+                        self.display(comps)
+                    )));
+                }
                 let strict = access == Access::WriteTree;
                 let inside = self
                     .write_roots
@@ -1052,7 +1284,7 @@ impl<'a> Checker<'a> {
                 }
                 for key in ["patchText", "patch_text", "patch", "input"] {
                     if let Some(text) = arg_str(key) {
-                        let paths: Vec<&str> = patch_paths(text).collect();
+                        let paths = patch_paths(text).map_err(unproven)?;
                         if paths.is_empty() {
                             return Err(unproven("patch: no file header found"));
                         }
@@ -1195,6 +1427,7 @@ impl<'a> Checker<'a> {
             }
             let in_pipeline = pl.cmds.len() > 1;
             let conditional = pl.sep != Sep::Seq;
+            self.after_or = pl.sep == Sep::Or;
             for cmd in &pl.cmds {
                 self.covered.push(text[cmd.at..cmd.end].to_string());
                 self.simple_ix += 1;
@@ -1789,6 +2022,15 @@ impl<'a> Checker<'a> {
                 }
             }
         }
+        // After `||` the cd is skipped when the left side succeeded, and a following `&&`
+        // runs in the old directory: it stays possible at once.
+        if self.after_or {
+            for o in &olds {
+                if !news.contains(o) {
+                    news.push(o.clone());
+                }
+            }
+        }
         for o in olds {
             if !self.fail_cwds.contains(&o) {
                 self.fail_cwds.push(o);
@@ -1803,6 +2045,9 @@ impl<'a> Checker<'a> {
 
     fn git(&mut self, args: &[String]) -> Result<(), Hit> {
         self.ran_git.push(self.simple_ix);
+        if let Some(why) = &self.git_unknown {
+            return Err(self.hit(format!("git: {why}")));
+        }
         let mut i = 0;
         while i < args.len() && matches!(args[i].as_str(), "--no-pager" | "-P") {
             i += 1;
@@ -1902,20 +2147,39 @@ fn sed_print_script(s: &str) -> bool {
 }
 
 /// Paths named by an OpenCode/Codex patch (`*** Add File: p`, `*** Update File: p`,
-/// `*** Delete File: p`, `*** Move to: p`).
-fn patch_paths(text: &str) -> impl Iterator<Item = &str> {
-    text.lines().filter_map(|l| {
+/// `*** Delete File: p`, `*** Move to: p`; OpenCode takes the text after the colon, trimmed).
+/// Any other line starting with `***` (e.g. `*** Move To:`) is an error: a parser more lenient
+/// than this one may read a path in it.
+fn patch_paths(text: &str) -> Result<Vec<&str>, String> {
+    let mut out = Vec::new();
+    for l in text.lines() {
         let l = l.trim();
-        [
-            "*** Add File: ",
-            "*** Update File: ",
-            "*** Delete File: ",
-            "*** Move to: ",
+        if !l.starts_with("***")
+            || matches!(l, "*** Begin Patch" | "*** End Patch" | "*** End of File")
+        {
+            continue;
+        }
+        let path = [
+            "*** Add File:",
+            "*** Update File:",
+            "*** Delete File:",
+            "*** Move to:",
         ]
         .iter()
         .find_map(|p| l.strip_prefix(p))
         .map(str::trim)
-    })
+        .filter(|p| !p.is_empty());
+        match path {
+            Some(p) => out.push(p),
+            None => {
+                return Err(format!(
+                    "patch: header line {:?} is not parsed exactly",
+                    l.chars().take(80).collect::<String>()
+                ))
+            }
+        }
+    }
+    Ok(out)
 }
 
 #[cfg(test)]

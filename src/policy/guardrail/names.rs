@@ -23,7 +23,9 @@ const ANY_COMPONENT: &[Rule] = &[
     (".azure", Credentials),
     (".password-store", Credentials),
     (".husky", GitConfig),
-    // All of a repository's directory: config, hooks, but also `modules/*/config`, `info/`.
+    // Everything in a `.git` directory is git configuration or state git obeys (`commondir`,
+    // `config.worktree`, `gitdir`, `info/`, `modules/*/config`, `objects/info/alternates`,
+    // `packed-refs`, `HEAD`, `index`, ...): never written; reads stay allowed.
     (".git", GitConfig),
     ("keyrings", Credentials),
     (".codex", Credentials),
@@ -36,6 +38,29 @@ const ANY_COMPONENT: &[Rule] = &[
     (".vscode", Scheduling),
     (".devcontainer", Scheduling),
     (".bashrc.d", ShellStartup),
+    // Agent instructions and settings other coding agents read without the user's say
+    // (Cursor, Gemini CLI, Codex CLI, Continue, Cline, Windsurf; MCP servers are commands).
+    (".cursor", AgentInstructions),
+    (".continue", AgentInstructions),
+    (".clinerules", AgentInstructions),
+    (".windsurf", AgentInstructions),
+    (".cursorrules", AgentInstructions),
+    (".windsurfrules", AgentInstructions),
+    (".roo", AgentInstructions),
+    (".roorules", AgentInstructions),
+    (".kiro", AgentInstructions),
+    (".junie", AgentInstructions),
+    (".amazonq", AgentInstructions),
+    (".goosehints", AgentInstructions),
+    // Tool configuration that runs code without the user's say: CI (on the next push, with
+    // the repository's secrets), IDE run configurations and tasks.
+    (".circleci", Scheduling),
+    (".idea", Scheduling),
+    (".zed", Scheduling),
+    (".buildkite", Scheduling),
+    (".woodpecker", Scheduling),
+    (".gitlab", Scheduling),
+    (".mise", Scheduling),
     (".zshrc.d", ShellStartup),
     ("launchagents", Scheduling),
     ("launchdaemons", Scheduling),
@@ -63,6 +88,8 @@ const CONFIG_SUB: &[Rule] = &[
     ("containers", Credentials),
     ("gh", Credentials),
     ("gcloud", Credentials),
+    ("hub", Credentials),
+    ("mise", Scheduling),
 ];
 
 /// File names protected wherever they are (last component).
@@ -73,6 +100,36 @@ const LAST_NAME: &[Rule] = &[
     ("agents.md", AgentInstructions),
     ("claude.md", AgentInstructions),
     ("claude.local.md", AgentInstructions),
+    ("agents.override.md", AgentInstructions),
+    ("gemini.md", AgentInstructions),
+    ("qwen.md", AgentInstructions),
+    ("agent.md", AgentInstructions),
+    (".aider.conf.yml", AgentInstructions),
+    (".mcp.json", AgentInstructions),
+    // Git hook managers: their configuration is the hooks.
+    (".pre-commit-config.yaml", GitConfig),
+    ("lefthook.yml", GitConfig),
+    ("lefthook.yaml", GitConfig),
+    (".lefthook.yml", GitConfig),
+    (".lefthook.yaml", GitConfig),
+    ("lefthook-local.yml", GitConfig),
+    // Tool configuration that runs code: CI, version managers' hooks and tasks.
+    (".gitlab-ci.yml", Scheduling),
+    (".travis.yml", Scheduling),
+    ("jenkinsfile", Scheduling),
+    ("azure-pipelines.yml", Scheduling),
+    ("bitbucket-pipelines.yml", Scheduling),
+    (".drone.yml", Scheduling),
+    (".woodpecker.yml", Scheduling),
+    // rustup runs the toolchain a `path` names; pnpm runs `.pnpmfile.cjs` on install.
+    ("rust-toolchain", Scheduling),
+    ("rust-toolchain.toml", Scheduling),
+    (".pnpmfile.cjs", Scheduling),
+    (".mise.toml", Scheduling),
+    ("mise.toml", Scheduling),
+    (".mise.local.toml", Scheduling),
+    ("mise.local.toml", Scheduling),
+    (".tool-versions", Scheduling),
     (".env", Credentials),
     (".npmrc", Credentials),
     (".netrc", Credentials),
@@ -96,6 +153,12 @@ const LAST_NAME: &[Rule] = &[
     (".yarnrc", Credentials),
     (".yarnrc.yml", Credentials),
     ("pip.conf", Credentials),
+    ("oauth_creds.json", Credentials),
+    ("rclone.conf", Credentials),
+    ("credentials.tfrc.json", Credentials),
+    (".s3cfg", Credentials),
+    (".boto", Credentials),
+    (".histfile", Credentials),
     (".bunfig.toml", Credentials),
     ("bunfig.toml", Credentials),
     ("id_rsa", Credentials),
@@ -131,6 +194,22 @@ const PAIRS: &[(&str, &str, Category)] = &[
     (".gem", "credentials", Credentials),
     (".m2", "settings.xml", Credentials),
     ("opencode", "auth.json", Credentials),
+    ("github-copilot", "hosts.json", Credentials),
+    ("github-copilot", "apps.json", Credentials),
+    (".m2", "settings.xml", Credentials),
+    (".m2", "settings-security.xml", Credentials),
+    (".gradle", "gradle.properties", Credentials),
+    // Cargo runs `build.rustc-wrapper`, target runners, aliases from its config.
+    (".cargo", "config", Scheduling),
+    (".cargo", "config.toml", Scheduling),
+    // CI workflows; Copilot's repository instructions.
+    (".github", "workflows", Scheduling),
+    (".github", "copilot-instructions.md", AgentInstructions),
+    (".github", "instructions", AgentInstructions),
+    (".github", "prompts", AgentInstructions),
+    (".github", "chatmodes", AgentInstructions),
+    (".github", "agents", AgentInstructions),
+    (".github", "actions", Scheduling),
     ("spool", "cron", Scheduling),
     // ~/.local/share/systemd/user: systemd user units.
     ("share", "systemd", Scheduling),
@@ -205,6 +284,11 @@ impl Comp<'_> {
     }
     fn is_env_file(&self) -> bool {
         *self.s == *".env" || self.s.starts_with(".env.")
+    }
+    /// Shell and REPL histories (`.bash_history`, `.zsh_history`, `.psql_history`,
+    /// `.python_history`, ...): pasted tokens.
+    fn is_history(&self) -> bool {
+        self.s.starts_with('.') && self.s.ends_with("_history")
     }
 }
 
@@ -288,7 +372,7 @@ fn categorize_first(comps: &[Comp]) -> Option<Category> {
             if c.is(".git") {
                 return Some(GitConfig);
             }
-            if c.is_env_file() {
+            if c.is_env_file() || c.is_history() {
                 return Some(Credentials);
             }
             if let Some(cat) = find_rule(c, &ix.last_name) {
@@ -302,4 +386,60 @@ fn categorize_first(comps: &[Comp]) -> Option<Category> {
         }
     }
     None
+}
+
+/// The protected names as Markdown, one row per category (the generated block of SECURITY.md).
+pub(super) fn markdown() -> String {
+    let cats = [
+        PermissionConfig,
+        AgentInstructions,
+        Credentials,
+        ShellStartup,
+        GitConfig,
+        Scheduling,
+        Privilege,
+        BrokerState,
+    ];
+    let mut s = String::from(
+        "`name/`: a path component with that name, and everything below it; `a/b`: `b` \
+         directly in an `a`, and everything below it; `name`: the last component.\n\n\
+         | category | protected names |\n|---|---|\n",
+    );
+    for cat in cats {
+        let mut names: Vec<String> = Vec::new();
+        names.extend(
+            ANY_COMPONENT
+                .iter()
+                .filter(|r| r.1 == cat)
+                .map(|r| format!("`{}/`", r.0)),
+        );
+        names.extend(
+            CONFIG_SUB
+                .iter()
+                .filter(|r| r.1 == cat)
+                .map(|r| format!("`.config/{}/`", r.0)),
+        );
+        names.extend(
+            PAIRS
+                .iter()
+                .filter(|r| r.2 == cat)
+                .map(|r| format!("`{}/{}`", r.0, r.1)),
+        );
+        names.extend(
+            LAST_NAME
+                .iter()
+                .filter(|r| r.1 == cat)
+                .map(|r| format!("`{}`", r.0)),
+        );
+        if cat == Credentials {
+            names.extend(["`.env.*`".into(), "`.*_history`".into()]);
+        }
+        names.extend(
+            ETC.iter()
+                .filter(|r| r.1 == cat)
+                .map(|r| format!("`/etc/{}`", r.0)),
+        );
+        s.push_str(&format!("| {} | {} |\n", cat.as_str(), names.join(" ")));
+    }
+    s
 }

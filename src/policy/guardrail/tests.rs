@@ -7,6 +7,9 @@ use std::os::unix::fs::symlink;
 
 use super::*;
 
+/// G2's findings against the engine (G3): one test per family.
+mod holes;
+
 struct Fixture {
     _dir: tempfile::TempDir,
     home: PathBuf,
@@ -385,7 +388,7 @@ const LEFT: &[(&str, &str)] = &[
     // a glob or git next to a write, diff of directories, credentials under `.claude`.
     (
         "mkdir -p x && echo y > x/../L/../config",
-        "writes ~/proj/.git/config",
+        "which does not exist yet",
     ),
     ("rm -r homelink/", "outside the project"),
     ("rm -rf homelink/.", "outside the project"),
@@ -473,7 +476,7 @@ const LEFT: &[(&str, &str)] = &[
     ),
     ("rg key", "reads"),
     ("rg key ~/proj/secrets-dir", "(credentials)"),
-    ("grep -rn x ~", "(credentials)"),
+    ("grep -rn x ~", "outside the project under $HOME"),
     ("echo x > /tmp/x", "outside the project"),
     ("touch ~/notes", "outside the project"),
     ("mkdir ../x", "outside the project"),
@@ -500,7 +503,6 @@ const APPROVED: &[&str] = &[
     "ls ~/.ssh",
     "cat README.md",
     "cat README.md # a comment",
-    "cat ~/.bashrc",
     "cat readme-link",
     "echo ok > notes.txt",
     "echo ok >> notes.txt 2>&1",
@@ -843,7 +845,7 @@ fn tool_requests() {
         (
             "write",
             "$P/newdir/../L/../config",
-            Some("git configuration"),
+            Some("which does not exist yet"),
         ),
         (
             "write",
@@ -864,7 +866,11 @@ fn tool_requests() {
         ("write", "$P/src/new.rs", None),
         ("write", "src/new.rs", None),
         ("read", "$P/README.md", None),
-        ("read", "$P/../.bashrc", None),
+        (
+            "read",
+            "$P/../.bashrc",
+            Some("outside the project under $HOME"),
+        ),
     ] {
         let got = f.tool(perm, path);
         match (want, &got) {
