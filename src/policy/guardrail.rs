@@ -59,7 +59,7 @@ use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 
-use self::names::{categorize, norm_comp, Comp};
+use self::names::{categorize, is_git_config_file, norm_comp, Comp};
 use self::parse::{Part, Redir, RedirOp, Sep, Simple, Word};
 use self::programs::{Kind, Val};
 
@@ -1038,7 +1038,11 @@ impl<'a> Checker<'a> {
             Access::Read | Access::ReadTree => "reads",
             Access::Write | Access::WriteTree => "writes",
         };
-        let cat = if self.protected.iter().any(|p| starts_with(comps, p)) {
+        let cat = if matches!(access, Access::Read | Access::ReadTree) && names::etc_private(comps)
+        {
+            // Secrets of the system (red-team R2), readable when OpenCode runs as root.
+            Some(Category::Credentials)
+        } else if self.protected.iter().any(|p| starts_with(comps, p)) {
             Some(Category::BrokerState)
         } else if self.git_named.iter().any(|p| starts_with(comps, p))
             || self.git_protected.iter().any(|p| starts_with(comps, p))
@@ -1048,7 +1052,9 @@ impl<'a> Checker<'a> {
         } else {
             categorize(&norm(comps))
         }?;
-        let reads_ok = !matches!(cat, Category::Credentials | Category::BrokerState);
+        // A `.git/config` may hold a token in a remote URL or an extraheader (red-team R3).
+        let reads_ok = !matches!(cat, Category::Credentials | Category::BrokerState)
+            && !is_git_config_file(&norm(comps));
         if matches!(access, Access::List)
             || (matches!(access, Access::Read | Access::ReadTree) && reads_ok)
         {
@@ -1105,6 +1111,15 @@ impl<'a> Checker<'a> {
                 return Err(self.hit(format!(
                     "{what} reads {}: reads outside the project under $HOME are not shown harmless",
                     self.display(comps)
+                )));
+            }
+            // Outside the project, only system locations are read (red-team R2: container
+            // secrets in /run/secrets, /var/run/secrets, other users' homes, ...).
+            if !in_project && !is_dev_null && !names::system_read(comps) {
+                return Err(self.hit(format!(
+                    "{what} reads {}: outside the project only {} are read",
+                    self.display(comps),
+                    names::SYSTEM_READ_DOC
                 )));
             }
         }
@@ -1188,8 +1203,12 @@ impl<'a> Checker<'a> {
                 if node == Node::Unknown {
                     return Err(self.hit(format!("{what}: cannot look at {}", self.display(&p))));
                 }
-                // A read walk skips `.git` (objects, not credentials); a write walk never gets
-                // there (`.git` is protected).
+                // A read walk skips `.git` (objects, not credentials) once its configuration is
+                // shown to hold none (`grep -r` reads `.git/config`: red-team R3); a write walk
+                // never gets there (`.git` is protected).
+                if node == Node::Dir && !write && name == ".git" {
+                    self.git_dir_clean(&p, what)?;
+                }
                 if node == Node::Dir && (write || name != ".git") {
                     if depth + 1 > WALK_DEPTH {
                         return Err(
@@ -1198,6 +1217,48 @@ impl<'a> Checker<'a> {
                     }
                     stack.push((p, depth + 1));
                 }
+            }
+        }
+        Ok(())
+    }
+
+    /// A recursive read passes through the git directory `dir`: its `config` and
+    /// `config.worktree` must be readable and show no credential (a URL with a user part, an
+    /// `extraheader`, a `[credential]` section, an include, words like token/password), and
+    /// it must hold no `modules/` or `worktrees/` (more configuration files).
+    fn git_dir_clean(&mut self, dir: &[String], what: &str) -> Result<(), Hit> {
+        for sub in ["modules", "worktrees"] {
+            let mut p = dir.to_vec();
+            p.push(sub.into());
+            if self.lstat(&join(&p)) != Node::Missing {
+                return Err(self.hit(format!(
+                    "{what} reads {}: more git configuration files there may hold credentials",
+                    self.display(&p)
+                )));
+            }
+        }
+        for f in ["config", "config.worktree"] {
+            let mut p = dir.to_vec();
+            p.push(f.into());
+            let node = self.lstat(&join(&p));
+            if node == Node::Missing {
+                continue;
+            }
+            let clean = node == Node::File
+                && self
+                    .fs
+                    .read_file(Path::new(&join(&p)))
+                    .is_some_and(|t| !gitconfig::may_hold_credentials(&t));
+            if !clean {
+                return Err(GuardrailHit {
+                    category: Category::Credentials,
+                    path: Some(self.display(&p)),
+                    reason: format!(
+                        "{}{what} reads {}: git configuration that may hold credentials (a URL with a user part, an extraheader, an include)",
+                        if self.origin.is_empty() { String::new() } else { format!("{}: ", self.origin) },
+                        self.display(&p)
+                    ),
+                });
             }
         }
         Ok(())
@@ -2078,13 +2139,48 @@ impl<'a> Checker<'a> {
                 } else {
                     Access::Read
                 };
+                // `git diff A B` with a path outside the working tree is `git diff --no-index`,
+                // which reads both sides recursively (red-team R1); other subcommands reject
+                // such a path, so every path operand must lie inside the worktree.
+                let wt = self.worktree.clone().unwrap_or_default();
+                let wt_lexical = self.ctx_worktree_lexical();
+                let inside = |p: &Vec<String>| starts_with(p, &wt) || starts_with(p, &wt_lexical);
                 for o in &a.operands {
-                    self.path(o, access, true, "git")?;
+                    let lexical: Vec<Vec<String>> =
+                        self.cwds.iter().map(|c| lexfold(&c.logical, o)).collect();
+                    let phys = match lexical.iter().find(|p| !inside(p)) {
+                        Some(p) => vec![(p.clone(), Node::Missing)],
+                        None => self.path(o, access, true, "git")?,
+                    };
+                    if let Some((p, _)) = phys.iter().find(|(p, _)| !inside(p)) {
+                        return Err(self.hit(format!(
+                            "git {sub}: operand {o} is {}, outside the worktree (git reads it as --no-index)",
+                            self.display(p)
+                        )));
+                    }
                 }
             }
             _ => {}
         }
+        // A diff or filter driver runs a program on contents git produces, and `.gitattributes`
+        // (or any tracked file) decides what it is given (red-team R4).
+        if matches!(g.name, "diff" | "log" | "show" | "blame" | "status") {
+            if let Some(d) = self.git_scan().drivers.first() {
+                return Err(self.hit(format!(
+                    "git {sub}: the git configuration runs a program on contents ({d})"
+                )));
+            }
+        }
         self.git_repo_ok()
+    }
+
+    /// The worktree as given (lexical components).
+    fn ctx_worktree_lexical(&self) -> Vec<String> {
+        self.ctx
+            .worktree
+            .to_str()
+            .map(|w| lexfold(&[], w))
+            .unwrap_or_default()
     }
 
     /// git runs only where it finds the project's own repository: the working directory is
