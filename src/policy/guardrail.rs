@@ -39,9 +39,14 @@
 //!   only inside the worktree or the session directory (when that is not `/`, `$HOME` or an
 //!   ancestor of them), never a protected name ([`Category`]) or a protected root (the broker
 //!   root), and `/dev/null`;
-//! - **read** (contents): anywhere except credentials, c2c broker state and `$HOME` outside
-//!   the worktree and the session directory; recursive reads
-//!   (`grep -r`, `rg`, the grep tool) walk the tree (bounded) and leave if it holds any;
+//! - **read** (contents): in the worktree and the session directory, and outside them only
+//!   from `/usr`, `/etc`, `/bin`, `/sbin`, `/lib*` (never `$HOME` outside the project, `/run`,
+//!   `/var`, `/tmp`, other users' homes, nor `/etc`'s private entries such as `shadow`,
+//!   `sudoers`, `ssh/`, `ssl/`); never credentials (by name, including `*.key`, `*.pem`,
+//!   `*token*`, `*secret*`, `*_history`), c2c broker state or a `.git/config` (remote URLs
+//!   may carry tokens). Recursive reads (`grep -r`, `rg`, the grep tool) walk the tree
+//!   (bounded) and leave if it holds any, or a `.git` whose configuration is not shown free
+//!   of credentials;
 //! - **list** (names and metadata only): anywhere except `/proc`.
 //!
 //! Names are compared per component, case-insensitively, after NFKC normalisation with
@@ -1061,7 +1066,16 @@ impl<'a> Checker<'a> {
             return None;
         }
         let shown = self.display(comps);
-        let reason = format!("{what} {verb} {shown} ({})", cat.as_str());
+        // A read left although its category protects writes only: `.git/config`, whose
+        // contents may be a secret.
+        let extra = if matches!(access, Access::Read | Access::ReadTree)
+            && !matches!(cat, Category::Credentials | Category::BrokerState)
+        {
+            ", may hold credentials"
+        } else {
+            ""
+        };
+        let reason = format!("{what} {verb} {shown} ({}{extra})", cat.as_str());
         Some(GuardrailHit {
             category: cat,
             path: Some(shown),
