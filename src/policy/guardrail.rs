@@ -46,7 +46,8 @@
 //!   `*token*`, `*secret*`, `*_history`), c2c broker state or a `.git/config` (remote URLs
 //!   may carry tokens). Recursive reads (`grep -r`, `rg`, the grep tool) walk the tree
 //!   (bounded) and leave if it holds any, or a `.git` whose configuration is not shown free
-//!   of credentials;
+//!   of credentials, or a symlink whose target is not a permitted read (a directory target
+//!   must lie inside the walked tree: the reader may follow it);
 //! - **list** (names and metadata only): anywhere except `/proc`.
 //!
 //! Names are compared per component, case-insensitively, after NFKC normalisation with
@@ -1188,6 +1189,8 @@ impl<'a> Checker<'a> {
         };
         let mut stack: Vec<(Vec<String>, usize)> = vec![(root.to_vec(), 0)];
         let mut seen = 0usize;
+        // Symlinks met, judged after the tree (whose protected names come first).
+        let mut links: Vec<Vec<String>> = Vec::new();
         while let Some((dir, depth)) = stack.pop() {
             let Some(entries) = self.fs.read_dir(Path::new(&join(&dir))) else {
                 return Err(self.hit(format!(
@@ -1223,6 +1226,13 @@ impl<'a> Checker<'a> {
                 if node == Node::Dir && !write && name == ".git" {
                     self.git_dir_clean(&p, what)?;
                 }
+                // A symlink met in a read walk: the reader may follow it (`grep -R`, `rg -L`,
+                // OpenCode's grep tool; red-team R6). Its target is judged like a read: a
+                // directory outside the walked tree, or a target that cannot be resolved, is
+                // left.
+                if node == Node::Symlink && !write {
+                    links.push(p.clone());
+                }
                 if node == Node::Dir && (write || name != ".git") {
                     if depth + 1 > WALK_DEPTH {
                         return Err(
@@ -1233,7 +1243,31 @@ impl<'a> Checker<'a> {
                 }
             }
         }
+        for link in links {
+            self.walk_link(root, &link, what)?;
+        }
         Ok(())
+    }
+
+    /// A read walk of `root` meets the symlink `link`: its target must be a permitted read and,
+    /// if a directory, lie inside `root` (walked anyway); otherwise the walk is left.
+    fn walk_link(&mut self, root: &[String], link: &[String], what: &str) -> Result<(), Hit> {
+        let shown = self.display(link);
+        let (target, node) = self
+            .resolve(&[], &join(link), true)
+            .map_err(|e| self.hit(format!("{what} {shown}: symlink in the tree: {e}")))?;
+        if let Some(h) = self.protected_hit(&target, Access::Read, what) {
+            return Err(h);
+        }
+        match node {
+            Node::Missing => Ok(()),
+            Node::Dir if starts_with(&target, root) => Ok(()),
+            Node::Dir => Err(self.hit(format!(
+                "{what} {shown}: a symlink in the tree leads to the directory {} outside it",
+                self.display(&target)
+            ))),
+            node => self.judge(&target, node, Access::Read, what, false),
+        }
     }
 
     /// A recursive read passes through the git directory `dir`: its `config` and
@@ -2178,7 +2212,11 @@ impl<'a> Checker<'a> {
         }
         // A diff or filter driver runs a program on contents git produces, and `.gitattributes`
         // (or any tracked file) decides what it is given (red-team R4).
-        if matches!(g.name, "diff" | "log" | "show" | "blame" | "status") {
+        // `ls-files -m` refreshes the index like `status`: clean filters, fsmonitor.
+        if matches!(
+            g.name,
+            "diff" | "log" | "show" | "blame" | "status" | "ls-files"
+        ) {
             if let Some(d) = self.git_scan().drivers.first() {
                 return Err(self.hit(format!(
                     "git {sub}: the git configuration runs a program on contents ({d})"

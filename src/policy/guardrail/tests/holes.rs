@@ -416,10 +416,12 @@ fn a_directory_given_to_a_reading_program_is_read_through() {
             ("diff -N docs/up build", "diff reads ~/proj/"),
             ("diff -q secrets-dir build", why),
             ("cmp app build", why),
+            // docs/up -> .. leads out of docs: a recursive reader may follow it (R6).
+            ("diff -N docs build", "outside it"),
         ],
         Fixture::bash,
     );
-    for ok in ["diff -N docs build", "diff -u README.md notes.txt"] {
+    for ok in ["diff -u README.md notes.txt", "diff -N build src"] {
         assert!(f.bash(ok).is_none(), "{ok}: {:?}", f.bash(ok));
     }
 }

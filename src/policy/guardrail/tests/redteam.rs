@@ -264,3 +264,59 @@ fn r5_context_md_and_agents_skills_are_agent_instructions() {
         assert_eq!(h.category, Category::AgentInstructions, "{p}");
     }
 }
+
+#[test]
+fn r6_a_symlink_met_in_a_recursive_read_is_judged_like_a_read() {
+    let f = fixture();
+    fs::create_dir_all(f.proj.join("tree/sub")).unwrap();
+    fs::write(f.proj.join("tree/sub/a.txt"), "a").unwrap();
+    // Benign: a link to a file or directory inside the walked tree, a dangling link.
+    symlink("sub", f.proj.join("tree/sublink")).unwrap();
+    symlink("sub/a.txt", f.proj.join("tree/alink")).unwrap();
+    symlink("nowhere", f.proj.join("tree/dangling")).unwrap();
+    for ok in ["grep -r x tree", "rg x tree"] {
+        assert!(f.bash(ok).is_none(), "{ok}: {:?}", f.bash(ok));
+    }
+    let grep_tool = |path: &str| {
+        let r = PermissionRequest {
+            permission: "grep".into(),
+            args: serde_json::json!({"pattern": "x", "path": path.replace("$P", f.proj.to_str().unwrap())}),
+            ..Default::default()
+        };
+        check(&r, &f.ctx())
+    };
+    assert!(grep_tool("$P/tree").is_none(), "{:?}", grep_tool("$P/tree"));
+    for (target, want) in [
+        (f.home.clone(), "outside it"),
+        (f.proj.clone(), "outside it"),
+        (PathBuf::from("/usr/share"), "outside it"),
+        (f.home.join(".ssh/id_rsa"), "(credentials)"),
+        (f.home.join(".bashrc"), "under $HOME"),
+        (f.proj.join(".git/config"), "may hold credentials"),
+        (f.proj.join("secrets-dir/.env"), "(credentials)"),
+        (PathBuf::from("/run"), "outside it"),
+    ] {
+        let link = f.proj.join("tree/link");
+        let _ = fs::remove_file(&link);
+        symlink(&target, &link).unwrap();
+        for cmd in [
+            "grep -r x tree",
+            "rg x tree",
+            "grep -rn x .",
+            "diff -N tree build",
+        ] {
+            let h = left(&f, cmd);
+            assert!(
+                h.reason.contains(want) || cmd.contains(" ."),
+                "{target:?} {cmd}: {}",
+                h.reason
+            );
+        }
+        let h = grep_tool("$P/tree").unwrap_or_else(|| panic!("grep tool approved {target:?}"));
+        assert!(
+            h.reason.contains(want),
+            "{target:?} grep tool: {}",
+            h.reason
+        );
+    }
+}
