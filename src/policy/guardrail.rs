@@ -163,6 +163,11 @@ pub struct PathContext {
     /// Further protected roots (category [`Category::BrokerState`]): the configured c2c broker
     /// root. Default: none (`~/.c2c` and `$XDG_STATE_HOME/c2c` are protected by name).
     pub protected_roots: Vec<PathBuf>,
+    /// The effective OpenCode configuration's `instructions` entries (globs: relative to the
+    /// project, absolute, or `~/…`). OpenCode adds every file they match to the system prompt
+    /// of later sessions, so writes to them are agent instructions. Default: none (the caller
+    /// must read OpenCode's configuration to know them; see SECURITY.md, "Limits").
+    pub instruction_globs: Vec<String>,
     /// The `CDPATH` bash inherits; when set and non-empty, `cd NAME` (not `/`, `./`, `../`)
     /// is left. Default: the process's `CDPATH`.
     pub cdpath: Option<String>,
@@ -215,6 +220,7 @@ impl PathContext {
             worktree: worktree.into(),
             home: home.into(),
             protected_roots: Vec::new(),
+            instruction_globs: Vec::new(),
             cdpath: std::env::var("CDPATH").ok().filter(|s| !s.is_empty()),
             path_env: std::env::var("PATH").ok(),
             path_verdict: std::sync::OnceLock::new(),
@@ -228,6 +234,16 @@ impl PathContext {
     pub fn with_protected_root(mut self, root: impl Into<PathBuf>) -> PathContext {
         self.protected_roots.push(root.into());
         self.roots = std::sync::OnceLock::new();
+        self
+    }
+
+    /// Sets the OpenCode `instructions` globs ([`PathContext::instruction_globs`]): writes to
+    /// a path they match (case-insensitively; a relative glob against the path relative to the
+    /// worktree or any directory below it, as OpenCode searches up from the session
+    /// directory) are left as agent instructions. `[…]` and `{…}` groups match like `*`
+    /// (wider, fail closed).
+    pub fn with_instruction_globs(mut self, globs: Vec<String>) -> PathContext {
+        self.instruction_globs = globs;
         self
     }
 
@@ -1050,6 +1066,11 @@ impl<'a> Checker<'a> {
             Some(Category::Credentials)
         } else if self.protected.iter().any(|p| starts_with(comps, p)) {
             Some(Category::BrokerState)
+        } else if matches!(access, Access::Write | Access::WriteTree)
+            && self.instruction_glob_hit(comps)
+        {
+            // Named by OpenCode's `instructions` (red-team R5).
+            Some(Category::AgentInstructions)
         } else if self.git_named.iter().any(|p| starts_with(comps, p))
             || self.git_protected.iter().any(|p| starts_with(comps, p))
         {
@@ -1085,6 +1106,42 @@ impl<'a> Checker<'a> {
             } else {
                 format!("{}: {reason}", self.origin)
             },
+        })
+    }
+
+    /// Whether `comps` (absolute) is matched by one of the context's `instructions` globs.
+    fn instruction_glob_hit(&self, comps: &[String]) -> bool {
+        if self.ctx.instruction_globs.is_empty() {
+            return false;
+        }
+        let lower: Vec<String> = comps.iter().map(|c| c.to_lowercase()).collect();
+        let path: Vec<&str> = lower.iter().map(String::as_str).collect();
+        let mut bases: Vec<Vec<String>> = vec![self.ctx_worktree_lexical()];
+        bases.extend(self.worktree.clone());
+        self.ctx.instruction_globs.iter().any(|g| {
+            let g = g.to_lowercase();
+            let (abs, rest) = if let Some(r) = g.strip_prefix("~/") {
+                (Some(self.home.clone()), r.to_string())
+            } else if g.starts_with('/') {
+                (Some(Vec::new()), g.clone())
+            } else {
+                (None, g.clone())
+            };
+            let pat: Vec<&str> = rest
+                .split('/')
+                .filter(|c| !c.is_empty() && *c != ".")
+                .collect();
+            match abs {
+                Some(prefix) => {
+                    let prefix: Vec<String> = prefix.iter().map(|c| c.to_lowercase()).collect();
+                    starts_with(&lower, &prefix) && glob_comps(&pat, &path[prefix.len()..])
+                }
+                None => bases.iter().any(|b| {
+                    let b: Vec<String> = b.iter().map(|c| c.to_lowercase()).collect();
+                    starts_with(&lower, &b)
+                        && (b.len()..path.len()).any(|k| glob_comps(&pat, &path[k..]))
+                }),
+            }
         })
     }
 
@@ -2275,6 +2332,50 @@ impl<'a> Checker<'a> {
             }
         }
         Ok(())
+    }
+}
+
+/// Whether the glob components `pat` (`**`: any number of components; `*`, `?` within one;
+/// `[…]`, `{…}` widened to `*`) match the path components `path`.
+fn glob_comps(pat: &[&str], path: &[&str]) -> bool {
+    match pat.split_first() {
+        None => path.is_empty(),
+        Some((&"**", rest)) => (0..=path.len()).any(|i| glob_comps(rest, &path[i..])),
+        Some((p, rest)) => {
+            !path.is_empty()
+                && glob_comp(widen(p).as_bytes(), path[0].as_bytes())
+                && glob_comps(rest, &path[1..])
+        }
+    }
+}
+
+/// A glob component with each `[…]` or `{…}` group (and anything unterminated after `[`/`{`)
+/// replaced by `*`: a wider match, never a narrower one.
+fn widen(p: &str) -> String {
+    let mut out = String::with_capacity(p.len());
+    let mut close: Option<char> = None;
+    for ch in p.chars() {
+        match close {
+            Some(c) if ch == c => close = None,
+            Some(_) => {}
+            None if ch == '[' || ch == '{' => {
+                close = Some(if ch == '[' { ']' } else { '}' });
+                out.push('*');
+            }
+            None => out.push(ch),
+        }
+    }
+    out
+}
+
+/// `*` and `?` within one component (bytes; `?` may match part of a UTF-8 character, which
+/// only widens the match).
+fn glob_comp(p: &[u8], n: &[u8]) -> bool {
+    match p.split_first() {
+        None => n.is_empty(),
+        Some((b'*', rest)) => (0..=n.len()).any(|i| glob_comp(rest, &n[i..])),
+        Some((b'?', rest)) => !n.is_empty() && glob_comp(rest, &n[1..]),
+        Some((c, rest)) => n.first() == Some(c) && glob_comp(rest, &n[1..]),
     }
 }
 

@@ -320,3 +320,54 @@ fn r6_a_symlink_met_in_a_recursive_read_is_judged_like_a_read() {
         );
     }
 }
+
+#[test]
+fn r5_opencode_instructions_globs_protect_the_files_they_name() {
+    let f = fixture();
+    fs::create_dir_all(f.proj.join("docs/rules")).unwrap();
+    let ctx = f.ctx().with_instruction_globs(vec![
+        "CONTRIBUTING.md".into(),
+        "docs/*.md".into(),
+        ".cursor-like/**/*.mdc".into(),
+        "~/shared/rules.md".into(),
+        "{a,b}.md".into(),
+    ]);
+    let mut failures = Vec::new();
+    for cmd in [
+        "echo x > CONTRIBUTING.md",
+        "echo x > contributing.md",
+        "echo x >> docs/guide.md",
+        "cp README.md docs/new.md",
+        "echo x > .cursor-like/a/b/c.mdc",
+        "rm -rf docs",
+        "echo x > zz.md",
+    ] {
+        match f.bash_ctx(cmd, &ctx) {
+            Some(h) if h.category == Category::AgentInstructions => {}
+            other => failures.push(format!("{cmd}: {other:?}")),
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+    let r = PermissionRequest {
+        permission: "write".into(),
+        filepath: Some(f.proj.join("docs/guide.md").to_string_lossy().into()),
+        ..Default::default()
+    };
+    assert_eq!(
+        check(&r, &ctx).map(|h| h.category),
+        Some(Category::AgentInstructions)
+    );
+    // Not named: approved; reads stay approved; unset by default.
+    for ok in [
+        "echo x > docs/rules/x.txt",
+        "echo x > notes.txt",
+        "cat docs/guide.md",
+    ] {
+        assert!(
+            f.bash_ctx(ok, &ctx).is_none(),
+            "{ok}: {:?}",
+            f.bash_ctx(ok, &ctx)
+        );
+    }
+    assert!(f.bash("echo x >> docs/guide.md").is_none());
+}
