@@ -39,9 +39,15 @@
 //!   only inside the worktree or the session directory (when that is not `/`, `$HOME` or an
 //!   ancestor of them), never a protected name ([`Category`]) or a protected root (the broker
 //!   root), and `/dev/null`;
-//! - **read** (contents): anywhere except credentials, c2c broker state and `$HOME` outside
-//!   the worktree and the session directory; recursive reads
-//!   (`grep -r`, `rg`, the grep tool) walk the tree (bounded) and leave if it holds any;
+//! - **read** (contents): in the worktree and the session directory, and outside them only
+//!   from `/usr`, `/etc`, `/bin`, `/sbin`, `/lib*` (never `$HOME` outside the project, `/run`,
+//!   `/var`, `/tmp`, other users' homes, nor `/etc`'s private entries such as `shadow`,
+//!   `sudoers`, `ssh/`, `ssl/`); never credentials (by name, including `*.key`, `*.pem`,
+//!   `*token*`, `*secret*`, `*_history`), c2c broker state or a `.git/config` (remote URLs
+//!   may carry tokens). Recursive reads (`grep -r`, `rg`, the grep tool) walk the tree
+//!   (bounded) and leave if it holds any, or a `.git` whose configuration is not shown free
+//!   of credentials, or a symlink whose target is not a permitted read (a directory target
+//!   must lie inside the walked tree: the reader may follow it);
 //! - **list** (names and metadata only): anywhere except `/proc`.
 //!
 //! Names are compared per component, case-insensitively, after NFKC normalisation with
@@ -59,7 +65,7 @@ use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 
-use self::names::{categorize, norm_comp, Comp};
+use self::names::{categorize, is_git_config_file, norm_comp, Comp};
 use self::parse::{Part, Redir, RedirOp, Sep, Simple, Word};
 use self::programs::{Kind, Val};
 
@@ -157,6 +163,11 @@ pub struct PathContext {
     /// Further protected roots (category [`Category::BrokerState`]): the configured c2c broker
     /// root. Default: none (`~/.c2c` and `$XDG_STATE_HOME/c2c` are protected by name).
     pub protected_roots: Vec<PathBuf>,
+    /// The effective OpenCode configuration's `instructions` entries (globs: relative to the
+    /// project, absolute, or `~/…`). OpenCode adds every file they match to the system prompt
+    /// of later sessions, so writes to them are agent instructions. Default: none (the caller
+    /// must read OpenCode's configuration to know them; see SECURITY.md, "Limits").
+    pub instruction_globs: Vec<String>,
     /// The `CDPATH` bash inherits; when set and non-empty, `cd NAME` (not `/`, `./`, `../`)
     /// is left. Default: the process's `CDPATH`.
     pub cdpath: Option<String>,
@@ -209,6 +220,7 @@ impl PathContext {
             worktree: worktree.into(),
             home: home.into(),
             protected_roots: Vec::new(),
+            instruction_globs: Vec::new(),
             cdpath: std::env::var("CDPATH").ok().filter(|s| !s.is_empty()),
             path_env: std::env::var("PATH").ok(),
             path_verdict: std::sync::OnceLock::new(),
@@ -222,6 +234,16 @@ impl PathContext {
     pub fn with_protected_root(mut self, root: impl Into<PathBuf>) -> PathContext {
         self.protected_roots.push(root.into());
         self.roots = std::sync::OnceLock::new();
+        self
+    }
+
+    /// Sets the OpenCode `instructions` globs ([`PathContext::instruction_globs`]): writes to
+    /// a path they match (case-insensitively; a relative glob against the path relative to the
+    /// worktree or any directory below it, as OpenCode searches up from the session
+    /// directory) are left as agent instructions. `[…]` and `{…}` groups match like `*`
+    /// (wider, fail closed).
+    pub fn with_instruction_globs(mut self, globs: Vec<String>) -> PathContext {
+        self.instruction_globs = globs;
         self
     }
 
@@ -1038,8 +1060,17 @@ impl<'a> Checker<'a> {
             Access::Read | Access::ReadTree => "reads",
             Access::Write | Access::WriteTree => "writes",
         };
-        let cat = if self.protected.iter().any(|p| starts_with(comps, p)) {
+        let cat = if matches!(access, Access::Read | Access::ReadTree) && names::etc_private(comps)
+        {
+            // Secrets of the system (red-team R2), readable when OpenCode runs as root.
+            Some(Category::Credentials)
+        } else if self.protected.iter().any(|p| starts_with(comps, p)) {
             Some(Category::BrokerState)
+        } else if matches!(access, Access::Write | Access::WriteTree)
+            && self.instruction_glob_hit(comps)
+        {
+            // Named by OpenCode's `instructions` (red-team R5).
+            Some(Category::AgentInstructions)
         } else if self.git_named.iter().any(|p| starts_with(comps, p))
             || self.git_protected.iter().any(|p| starts_with(comps, p))
         {
@@ -1048,14 +1079,25 @@ impl<'a> Checker<'a> {
         } else {
             categorize(&norm(comps))
         }?;
-        let reads_ok = !matches!(cat, Category::Credentials | Category::BrokerState);
+        // A `.git/config` may hold a token in a remote URL or an extraheader (red-team R3).
+        let reads_ok = !matches!(cat, Category::Credentials | Category::BrokerState)
+            && !is_git_config_file(&norm(comps));
         if matches!(access, Access::List)
             || (matches!(access, Access::Read | Access::ReadTree) && reads_ok)
         {
             return None;
         }
         let shown = self.display(comps);
-        let reason = format!("{what} {verb} {shown} ({})", cat.as_str());
+        // A read left although its category protects writes only: `.git/config`, whose
+        // contents may be a secret.
+        let extra = if matches!(access, Access::Read | Access::ReadTree)
+            && !matches!(cat, Category::Credentials | Category::BrokerState)
+        {
+            ", may hold credentials"
+        } else {
+            ""
+        };
+        let reason = format!("{what} {verb} {shown} ({}{extra})", cat.as_str());
         Some(GuardrailHit {
             category: cat,
             path: Some(shown),
@@ -1064,6 +1106,42 @@ impl<'a> Checker<'a> {
             } else {
                 format!("{}: {reason}", self.origin)
             },
+        })
+    }
+
+    /// Whether `comps` (absolute) is matched by one of the context's `instructions` globs.
+    fn instruction_glob_hit(&self, comps: &[String]) -> bool {
+        if self.ctx.instruction_globs.is_empty() {
+            return false;
+        }
+        let lower: Vec<String> = comps.iter().map(|c| c.to_lowercase()).collect();
+        let path: Vec<&str> = lower.iter().map(String::as_str).collect();
+        let mut bases: Vec<Vec<String>> = vec![self.ctx_worktree_lexical()];
+        bases.extend(self.worktree.clone());
+        self.ctx.instruction_globs.iter().any(|g| {
+            let g = g.to_lowercase();
+            let (abs, rest) = if let Some(r) = g.strip_prefix("~/") {
+                (Some(self.home.clone()), r.to_string())
+            } else if g.starts_with('/') {
+                (Some(Vec::new()), g.clone())
+            } else {
+                (None, g.clone())
+            };
+            let pat: Vec<&str> = rest
+                .split('/')
+                .filter(|c| !c.is_empty() && *c != ".")
+                .collect();
+            match abs {
+                Some(prefix) => {
+                    let prefix: Vec<String> = prefix.iter().map(|c| c.to_lowercase()).collect();
+                    starts_with(&lower, &prefix) && glob_comps(&pat, &path[prefix.len()..])
+                }
+                None => bases.iter().any(|b| {
+                    let b: Vec<String> = b.iter().map(|c| c.to_lowercase()).collect();
+                    starts_with(&lower, &b)
+                        && (b.len()..path.len()).any(|k| glob_comps(&pat, &path[k..]))
+                }),
+            }
         })
     }
 
@@ -1105,6 +1183,15 @@ impl<'a> Checker<'a> {
                 return Err(self.hit(format!(
                     "{what} reads {}: reads outside the project under $HOME are not shown harmless",
                     self.display(comps)
+                )));
+            }
+            // Outside the project, only system locations are read (red-team R2: container
+            // secrets in /run/secrets, /var/run/secrets, other users' homes, ...).
+            if !in_project && !is_dev_null && !names::system_read(comps) {
+                return Err(self.hit(format!(
+                    "{what} reads {}: outside the project only {} are read",
+                    self.display(comps),
+                    names::SYSTEM_READ_DOC
                 )));
             }
         }
@@ -1159,6 +1246,8 @@ impl<'a> Checker<'a> {
         };
         let mut stack: Vec<(Vec<String>, usize)> = vec![(root.to_vec(), 0)];
         let mut seen = 0usize;
+        // Symlinks met, judged after the tree (whose protected names come first).
+        let mut links: Vec<Vec<String>> = Vec::new();
         while let Some((dir, depth)) = stack.pop() {
             let Some(entries) = self.fs.read_dir(Path::new(&join(&dir))) else {
                 return Err(self.hit(format!(
@@ -1188,8 +1277,19 @@ impl<'a> Checker<'a> {
                 if node == Node::Unknown {
                     return Err(self.hit(format!("{what}: cannot look at {}", self.display(&p))));
                 }
-                // A read walk skips `.git` (objects, not credentials); a write walk never gets
-                // there (`.git` is protected).
+                // A read walk skips `.git` (objects, not credentials) once its configuration is
+                // shown to hold none (`grep -r` reads `.git/config`: red-team R3); a write walk
+                // never gets there (`.git` is protected).
+                if node == Node::Dir && !write && name == ".git" {
+                    self.git_dir_clean(&p, what)?;
+                }
+                // A symlink met in a read walk: the reader may follow it (`grep -R`, `rg -L`,
+                // OpenCode's grep tool; red-team R6). Its target is judged like a read: a
+                // directory outside the walked tree, or a target that cannot be resolved, is
+                // left.
+                if node == Node::Symlink && !write {
+                    links.push(p.clone());
+                }
                 if node == Node::Dir && (write || name != ".git") {
                     if depth + 1 > WALK_DEPTH {
                         return Err(
@@ -1198,6 +1298,72 @@ impl<'a> Checker<'a> {
                     }
                     stack.push((p, depth + 1));
                 }
+            }
+        }
+        for link in links {
+            self.walk_link(root, &link, what)?;
+        }
+        Ok(())
+    }
+
+    /// A read walk of `root` meets the symlink `link`: its target must be a permitted read and,
+    /// if a directory, lie inside `root` (walked anyway); otherwise the walk is left.
+    fn walk_link(&mut self, root: &[String], link: &[String], what: &str) -> Result<(), Hit> {
+        let shown = self.display(link);
+        let (target, node) = self
+            .resolve(&[], &join(link), true)
+            .map_err(|e| self.hit(format!("{what} {shown}: symlink in the tree: {e}")))?;
+        if let Some(h) = self.protected_hit(&target, Access::Read, what) {
+            return Err(h);
+        }
+        match node {
+            Node::Missing => Ok(()),
+            Node::Dir if starts_with(&target, root) => Ok(()),
+            Node::Dir => Err(self.hit(format!(
+                "{what} {shown}: a symlink in the tree leads to the directory {} outside it",
+                self.display(&target)
+            ))),
+            node => self.judge(&target, node, Access::Read, what, false),
+        }
+    }
+
+    /// A recursive read passes through the git directory `dir`: its `config` and
+    /// `config.worktree` must be readable and show no credential (a URL with a user part, an
+    /// `extraheader`, a `[credential]` section, an include, words like token/password), and
+    /// it must hold no `modules/` or `worktrees/` (more configuration files).
+    fn git_dir_clean(&mut self, dir: &[String], what: &str) -> Result<(), Hit> {
+        for sub in ["modules", "worktrees"] {
+            let mut p = dir.to_vec();
+            p.push(sub.into());
+            if self.lstat(&join(&p)) != Node::Missing {
+                return Err(self.hit(format!(
+                    "{what} reads {}: more git configuration files there may hold credentials",
+                    self.display(&p)
+                )));
+            }
+        }
+        for f in ["config", "config.worktree"] {
+            let mut p = dir.to_vec();
+            p.push(f.into());
+            let node = self.lstat(&join(&p));
+            if node == Node::Missing {
+                continue;
+            }
+            let clean = node == Node::File
+                && self
+                    .fs
+                    .read_file(Path::new(&join(&p)))
+                    .is_some_and(|t| !gitconfig::may_hold_credentials(&t));
+            if !clean {
+                return Err(GuardrailHit {
+                    category: Category::Credentials,
+                    path: Some(self.display(&p)),
+                    reason: format!(
+                        "{}{what} reads {}: git configuration that may hold credentials (a URL with a user part, an extraheader, an include)",
+                        if self.origin.is_empty() { String::new() } else { format!("{}: ", self.origin) },
+                        self.display(&p)
+                    ),
+                });
             }
         }
         Ok(())
@@ -2078,13 +2244,52 @@ impl<'a> Checker<'a> {
                 } else {
                     Access::Read
                 };
+                // `git diff A B` with a path outside the working tree is `git diff --no-index`,
+                // which reads both sides recursively (red-team R1); other subcommands reject
+                // such a path, so every path operand must lie inside the worktree.
+                let wt = self.worktree.clone().unwrap_or_default();
+                let wt_lexical = self.ctx_worktree_lexical();
+                let inside = |p: &Vec<String>| starts_with(p, &wt) || starts_with(p, &wt_lexical);
                 for o in &a.operands {
-                    self.path(o, access, true, "git")?;
+                    let lexical: Vec<Vec<String>> =
+                        self.cwds.iter().map(|c| lexfold(&c.logical, o)).collect();
+                    let phys = match lexical.iter().find(|p| !inside(p)) {
+                        Some(p) => vec![(p.clone(), Node::Missing)],
+                        None => self.path(o, access, true, "git")?,
+                    };
+                    if let Some((p, _)) = phys.iter().find(|(p, _)| !inside(p)) {
+                        return Err(self.hit(format!(
+                            "git {sub}: operand {o} is {}, outside the worktree (git reads it as --no-index)",
+                            self.display(p)
+                        )));
+                    }
                 }
             }
             _ => {}
         }
+        // A diff or filter driver runs a program on contents git produces, and `.gitattributes`
+        // (or any tracked file) decides what it is given (red-team R4).
+        // `ls-files -m` refreshes the index like `status`: clean filters, fsmonitor.
+        if matches!(
+            g.name,
+            "diff" | "log" | "show" | "blame" | "status" | "ls-files"
+        ) {
+            if let Some(d) = self.git_scan().drivers.first() {
+                return Err(self.hit(format!(
+                    "git {sub}: the git configuration runs a program on contents ({d})"
+                )));
+            }
+        }
         self.git_repo_ok()
+    }
+
+    /// The worktree as given (lexical components).
+    fn ctx_worktree_lexical(&self) -> Vec<String> {
+        self.ctx
+            .worktree
+            .to_str()
+            .map(|w| lexfold(&[], w))
+            .unwrap_or_default()
     }
 
     /// git runs only where it finds the project's own repository: the working directory is
@@ -2127,6 +2332,50 @@ impl<'a> Checker<'a> {
             }
         }
         Ok(())
+    }
+}
+
+/// Whether the glob components `pat` (`**`: any number of components; `*`, `?` within one;
+/// `[…]`, `{…}` widened to `*`) match the path components `path`.
+fn glob_comps(pat: &[&str], path: &[&str]) -> bool {
+    match pat.split_first() {
+        None => path.is_empty(),
+        Some((&"**", rest)) => (0..=path.len()).any(|i| glob_comps(rest, &path[i..])),
+        Some((p, rest)) => {
+            !path.is_empty()
+                && glob_comp(widen(p).as_bytes(), path[0].as_bytes())
+                && glob_comps(rest, &path[1..])
+        }
+    }
+}
+
+/// A glob component with each `[…]` or `{…}` group (and anything unterminated after `[`/`{`)
+/// replaced by `*`: a wider match, never a narrower one.
+fn widen(p: &str) -> String {
+    let mut out = String::with_capacity(p.len());
+    let mut close: Option<char> = None;
+    for ch in p.chars() {
+        match close {
+            Some(c) if ch == c => close = None,
+            Some(_) => {}
+            None if ch == '[' || ch == '{' => {
+                close = Some(if ch == '[' { ']' } else { '}' });
+                out.push('*');
+            }
+            None => out.push(ch),
+        }
+    }
+    out
+}
+
+/// `*` and `?` within one component (bytes; `?` may match part of a UTF-8 character, which
+/// only widens the match).
+fn glob_comp(p: &[u8], n: &[u8]) -> bool {
+    match p.split_first() {
+        None => n.is_empty(),
+        Some((b'*', rest)) => (0..=n.len()).any(|i| glob_comp(rest, &n[i..])),
+        Some((b'?', rest)) => !n.is_empty() && glob_comp(rest, &n[1..]),
+        Some((c, rest)) => n.first() == Some(c) && glob_comp(rest, &n[1..]),
     }
 }
 

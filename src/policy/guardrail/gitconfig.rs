@@ -41,6 +41,12 @@ const MAX_FILES: usize = 16;
 pub(super) struct Scan {
     pub(super) unreadable: Option<String>,
     pub(super) relative: Vec<(String, PathBuf)>,
+    /// Settings that run a program on file contents git produces (`diff.*.textconv`,
+    /// `diff.*.command`, `diff.external`, `filter.*.{clean,smudge,process}` other than
+    /// git-lfs's own, `core.fsmonitor`), as "file: key = value" (red-team R4): with any of
+    /// them, a peer who writes a tracked file chooses what that program is given, so git
+    /// commands that produce contents are left.
+    pub(super) drivers: Vec<String>,
 }
 
 impl Scan {
@@ -127,6 +133,10 @@ fn scan_into(home: &Path, worktree: &Path, out: &mut Scan) -> Result<(), String>
             if !PROGRAM_KEYS.contains(&key.as_str()) {
                 continue;
             }
+            if is_driver(&section, &key, value) {
+                out.drivers
+                    .push(format!("{}: {section} {key} = {value}", file.display()));
+            }
             let v = value.to_ascii_lowercase();
             if v.is_empty() || v == "true" || v == "false" || value.starts_with(['/', '~']) {
                 continue;
@@ -142,4 +152,59 @@ fn scan_into(home: &Path, worktree: &Path, out: &mut Scan) -> Result<(), String>
         }
     }
     Ok(())
+}
+
+/// Whether the text of a git configuration file may carry a credential (red-team R3): a URL
+/// with a user part (`https://TOKEN@host/…`), an `http.*.extraheader`, a `[credential]`
+/// section, an include (the included file is not read here), or a word like token, password
+/// or secret anywhere. Fail closed: anything that looks like one counts.
+pub(super) fn may_hold_credentials(text: &str) -> bool {
+    let t = text.to_ascii_lowercase();
+    if [
+        "extraheader",
+        "[credential",
+        "[include",
+        "token",
+        "password",
+        "passwd",
+        "secret",
+        "authorization",
+        "bearer",
+    ]
+    .iter()
+    .any(|w| t.contains(w))
+    {
+        return true;
+    }
+    // `scheme://user[:pass]@host`: an `@` before the first `/` after `://`.
+    t.match_indices("://").any(|(i, _)| {
+        let rest = &t[i + 3..];
+        let host_end = rest.find(['/', ' ', '\t', '"', '\n']).unwrap_or(rest.len());
+        rest[..host_end].contains('@')
+    })
+}
+
+/// Whether `key = value` in `section` (lower-case, as written: `[diff "lockb"]`) runs a
+/// program on contents git produces (see [`Scan::drivers`]). git-lfs's standard filter
+/// (`git lfs install`) runs a fixed program and is not counted.
+fn is_driver(section: &str, key: &str, value: &str) -> bool {
+    let v = value.trim().to_ascii_lowercase();
+    if v.is_empty() || v == "false" {
+        return false;
+    }
+    let sec = section.trim_start_matches('[');
+    if sec.starts_with("diff") {
+        return matches!(key, "textconv" | "command" | "external");
+    }
+    if sec.starts_with("filter") {
+        let lfs = matches!(
+            v.as_str(),
+            "git-lfs clean -- %f" | "git-lfs smudge -- %f" | "git-lfs filter-process"
+        );
+        return matches!(key, "clean" | "smudge" | "process") && !lfs;
+    }
+    if sec.starts_with("core") {
+        return key == "fsmonitor" && v != "true";
+    }
+    false
 }

@@ -52,6 +52,9 @@ const ANY_COMPONENT: &[Rule] = &[
     (".junie", AgentInstructions),
     (".amazonq", AgentInstructions),
     (".goosehints", AgentInstructions),
+    // OpenCode's skill loader scans `.agents/skills/**/SKILL.md` (besides `.claude`,
+    // `.opencode`): red-team R5.
+    (".agents", AgentInstructions),
     // Tool configuration that runs code without the user's say: CI (on the next push, with
     // the repository's secrets), IDE run configurations and tasks.
     (".circleci", Scheduling),
@@ -104,10 +107,19 @@ const LAST_NAME: &[Rule] = &[
     ("gemini.md", AgentInstructions),
     ("qwen.md", AgentInstructions),
     ("agent.md", AgentInstructions),
+    // OpenCode loads the first of AGENTS.md, CLAUDE.md, CONTEXT.md as the system prompt
+    // (`Instruction.systemPaths`, 1.18.33): red-team R5.
+    ("context.md", AgentInstructions),
     (".aider.conf.yml", AgentInstructions),
     (".mcp.json", AgentInstructions),
     // Git hook managers: their configuration is the hooks.
     (".pre-commit-config.yaml", GitConfig),
+    // Git configuration kept in the working tree: `.gitattributes` routes files through
+    // diff/filter drivers (red-team R4), `.gitmodules` names URLs and update commands,
+    // `.lfsconfig` is read by git-lfs like a config file.
+    (".gitattributes", GitConfig),
+    (".gitmodules", GitConfig),
+    (".lfsconfig", GitConfig),
     ("lefthook.yml", GitConfig),
     ("lefthook.yaml", GitConfig),
     (".lefthook.yml", GitConfig),
@@ -143,6 +155,8 @@ const LAST_NAME: &[Rule] = &[
     ("credentials.json", Credentials),
     ("credentials", Credentials),
     ("auth.json", Credentials),
+    // OpenCode's MCP OAuth store (red-team R2).
+    ("mcp-auth.json", Credentials),
     // Shell and REPL histories hold pasted secrets.
     (".bash_history", Credentials),
     (".zsh_history", Credentials),
@@ -286,9 +300,21 @@ impl Comp<'_> {
         *self.s == *".env" || self.s.starts_with(".env.")
     }
     /// Shell and REPL histories (`.bash_history`, `.zsh_history`, `.psql_history`,
-    /// `.python_history`, ...): pasted tokens.
+    /// `.python_history`, fish's `fish_history`, ...): pasted tokens.
     fn is_history(&self) -> bool {
-        self.s.starts_with('.') && self.s.ends_with("_history")
+        self.s.ends_with("_history")
+    }
+    /// Names that say "secret" (red-team R2): `*.key`, `*.pem`, `*token*`, `*secret*`.
+    fn is_secret_name(&self) -> bool {
+        self.s.ends_with(".key")
+            || self.s.ends_with(".pem")
+            || self.s.contains("token")
+            || self.s.contains("secret")
+    }
+    /// A git configuration file inside a `.git` directory (`config`, `config.worktree`): it
+    /// may carry a remote URL with a token or an `http.*.extraheader` (red-team R3).
+    fn is_git_config_file(&self) -> bool {
+        *self.s == *"config" || *self.s == *"config.worktree"
     }
 }
 
@@ -333,6 +359,15 @@ fn find_rule(c: &Comp, index: &Index) -> Option<Category> {
 /// The category of a normalised absolute path, if protected. When several rules match,
 /// credentials and broker state win (they also protect reads): `~/.claude/.credentials.json`
 /// is credentials although `.claude/` is permission configuration.
+/// Whether a normalised path is a configuration file inside a `.git` directory
+/// (`.git/config`, `.git/worktrees/x/config.worktree`, `.git/modules/m/config`): it may carry a
+/// remote URL with a token or an `http.*.extraheader` (red-team R3), so its contents are
+/// never read, although its category stays git configuration.
+pub(super) fn is_git_config_file(comps: &[Comp]) -> bool {
+    comps.last().is_some_and(|l| l.is_git_config_file())
+        && comps[..comps.len() - 1].iter().any(|c| c.is(".git"))
+}
+
 pub(super) fn categorize(comps: &[Comp]) -> Option<Category> {
     let first = categorize_first(comps)?;
     if matches!(first, Credentials | BrokerState) {
@@ -372,7 +407,7 @@ fn categorize_first(comps: &[Comp]) -> Option<Category> {
             if c.is(".git") {
                 return Some(GitConfig);
             }
-            if c.is_env_file() || c.is_history() {
+            if c.is_env_file() || c.is_history() || c.is_secret_name() {
                 return Some(Credentials);
             }
             if let Some(cat) = find_rule(c, &ix.last_name) {
@@ -432,7 +467,14 @@ pub(super) fn markdown() -> String {
                 .map(|r| format!("`{}`", r.0)),
         );
         if cat == Credentials {
-            names.extend(["`.env.*`".into(), "`.*_history`".into()]);
+            names.extend([
+                "`.env.*`".into(),
+                "`*_history`".into(),
+                "`*.key`".into(),
+                "`*.pem`".into(),
+                "`*token*`".into(),
+                "`*secret*`".into(),
+            ]);
         }
         names.extend(
             ETC.iter()
@@ -442,4 +484,57 @@ pub(super) fn markdown() -> String {
         s.push_str(&format!("| {} | {} |\n", cat.as_str(), names.join(" ")));
     }
     s
+}
+
+/// Top-level directories whose files a peer-triggered request may read outside the project
+/// (red-team R2: reads fail closed; [`etc_private`] is excluded from `/etc`).
+const SYSTEM_READ: &[&str] = &["usr", "etc", "bin", "sbin", "lib", "lib32", "lib64"];
+
+/// [`SYSTEM_READ`] for reasons and SECURITY.md.
+pub(super) const SYSTEM_READ_DOC: &str = "/usr, /etc (not its private files), /bin, /sbin, /lib*";
+
+/// Whether an absolute physical path (components) lies in a system location reads outside
+/// the project are allowed from ([`SYSTEM_READ`]).
+pub(super) fn system_read(comps: &[String]) -> bool {
+    comps
+        .first()
+        .is_some_and(|c| SYSTEM_READ.contains(&c.as_str()))
+}
+
+/// Entries of `/etc` that hold system secrets (readable when OpenCode runs as root, as in
+/// devcontainers): never read by a peer-triggered request.
+const ETC_PRIVATE: &[&str] = &[
+    "shadow",
+    "shadow-",
+    "gshadow",
+    "gshadow-",
+    "sudoers",
+    "sudoers.d",
+    "ssh",
+    "ssl",
+    "pki",
+    "letsencrypt",
+    "wireguard",
+    "networkmanager",
+    "ipsec.secrets",
+    "ipsec.d",
+    "ppp",
+    "openvpn",
+    "krb5.keytab",
+    "security",
+    "credstore",
+    "credstore.encrypted",
+    "sssd",
+    "samba",
+    "docker",
+    "containers",
+    "rancher",
+    "kubernetes",
+    "machine-id",
+];
+
+/// Whether an absolute path is one of `/etc`'s private entries ([`ETC_PRIVATE`]) or below it.
+/// `/etc/ssl/certs` is public but is left too (fail closed: `/etc/ssl/private` is its sibling).
+pub(super) fn etc_private(comps: &[String]) -> bool {
+    comps.len() >= 2 && comps[0] == "etc" && ETC_PRIVATE.contains(&&*norm_comp(&comps[1]).s)
 }

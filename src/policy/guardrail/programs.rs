@@ -409,7 +409,8 @@ pub(crate) static GIT: &[GitSub] = &[
         o(&["-w", "-e", "-s", "--porcelain", "-l", "-n"]),
         v(&["-L"], Val::Text),
     ]},
-    GitSub { name: "remote", operands: None, opts: &[o(&["-v", "--verbose"])] },
+    // `git remote -v` prints remote URLs, which may carry a token (red-team R3): names only.
+    GitSub { name: "remote", operands: None, opts: &[] },
     GitSub { name: "version", operands: None, opts: &[] },
 ];
 

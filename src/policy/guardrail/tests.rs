@@ -9,6 +9,7 @@ use super::*;
 
 /// G2's findings against the engine (G3): one test per family.
 mod holes;
+mod redteam;
 
 struct Fixture {
     _dir: tempfile::TempDir,
@@ -56,8 +57,8 @@ fn fixture() -> Fixture {
     symlink(&home, proj.join("homelink")).unwrap();
     symlink("README.md", proj.join("readme-link")).unwrap();
     symlink("loop2", proj.join("loop1")).unwrap();
-    fs::write(home.join("other/secret.txt"), "s").unwrap();
-    fs::hard_link(home.join("other/secret.txt"), proj.join("hardlink")).unwrap();
+    fs::write(home.join("other/data.txt"), "s").unwrap();
+    fs::hard_link(home.join("other/data.txt"), proj.join("hardlink")).unwrap();
     symlink("loop1", proj.join("loop2")).unwrap();
     Fixture {
         _dir: dir,
@@ -470,10 +471,7 @@ const LEFT: &[(&str, &str)] = &[
     ("cat ~/.ssh/id_rsa", "reads ~/.ssh/id_rsa (credentials)"),
     ("cat secrets-dir/.env", "(credentials)"),
     ("grep -r key .", "(c2c broker state)"),
-    (
-        "grep -r key secrets-dir",
-        "reads ~/proj/secrets-dir/.env (credentials)",
-    ),
+    ("grep -r key secrets-dir", "reads ~/proj/secrets-dir"),
     ("rg key", "reads"),
     ("rg key ~/proj/secrets-dir", "(credentials)"),
     ("grep -rn x ~", "outside the project under $HOME"),

@@ -157,7 +157,8 @@ fn every_write_under_dot_git_is_git_configuration() {
     ] {
         assert!(f.bash(ok).is_none(), "{ok}: {:?}", f.bash(ok));
     }
-    assert!(f.tool("read", "$P/.git/config").is_none());
+    // Except `.git/config`, which may carry a token (red-team R3, tests/redteam.rs).
+    assert!(f.tool("read", "$P/.git/config").is_some());
 }
 
 #[test]
@@ -273,7 +274,7 @@ fn credential_names_are_not_read_anywhere() {
 fn reads_under_home_outside_the_project_are_left() {
     let f = fixture();
     fs::create_dir_all(f.home.join(".config/someapp")).unwrap();
-    fs::write(f.home.join(".config/someapp/token"), "t").unwrap();
+    fs::write(f.home.join(".config/someapp/state.json"), "t").unwrap();
     fs::write(f.home.join("other/notes.txt"), "n").unwrap();
     let why = "reads outside the project under $HOME are not shown harmless";
     all_left(
@@ -281,12 +282,12 @@ fn reads_under_home_outside_the_project_are_left() {
         &[
             ("cat ~/.bashrc", why),
             ("cat ~/other/notes.txt", why),
-            ("cat ~/.config/someapp/token", why),
-            ("head -1 $HOME/.config/someapp/token", why),
-            ("cat homelink/.config/someapp/token", why),
+            ("cat ~/.config/someapp/state.json", why),
+            ("head -1 $HOME/.config/someapp/state.json", why),
+            ("cat homelink/.config/someapp/state.json", why),
             ("cat ../other/notes.txt", why),
-            ("grep -n x ~/.config/someapp/token", why),
-            ("wc -c < ~/.config/someapp/token", why),
+            ("grep -n x ~/.config/someapp/state.json", why),
+            ("wc -c < ~/.config/someapp/state.json", why),
             ("cd .. && cat other/notes.txt", why),
             ("diff README.md ~/other/notes.txt", why),
         ],
@@ -295,7 +296,7 @@ fn reads_under_home_outside_the_project_are_left() {
     all_left(
         &f,
         &[
-            ("$P/../.config/someapp/token", why),
+            ("$P/../.config/someapp/state.json", why),
             ("$P/homelink/other/notes.txt", why),
         ],
         |f, p| f.tool("read", p),
@@ -415,10 +416,12 @@ fn a_directory_given_to_a_reading_program_is_read_through() {
             ("diff -N docs/up build", "diff reads ~/proj/"),
             ("diff -q secrets-dir build", why),
             ("cmp app build", why),
+            // docs/up -> .. leads out of docs: a recursive reader may follow it (R6).
+            ("diff -N docs build", "outside it"),
         ],
         Fixture::bash,
     );
-    for ok in ["diff -N docs build", "diff -u README.md notes.txt"] {
+    for ok in ["diff -u README.md notes.txt", "diff -N build src"] {
         assert!(f.bash(ok).is_none(), "{ok}: {:?}", f.bash(ok));
     }
 }
