@@ -19,6 +19,7 @@ fn redteam_probe() {
         let req = if let Some(x) = cmd.strip_prefix("E:") { sb.edit_request(x, true) }
             else if let Some(x) = cmd.strip_prefix("R:") { sb.read_request(x) }
             else if let Some(x) = cmd.strip_prefix("P:") { sb.patch_request("@P@/x", Some(x)) }
+            else if let Some(x) = cmd.strip_prefix("W:") { let (w, c) = x.split_once('|').unwrap(); bash_request(c, Some(w)) }
             else { bash_request(&cmd, None) };
         let r = check(&req, &sb.ctx());
         match r {
