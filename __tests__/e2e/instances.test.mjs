@@ -39,10 +39,13 @@ afterAll(async () => {
 /** A second copy of the package (as an install would place it), with the built addon. */
 function copyPackage(dest) {
   fs.mkdirSync(dest, { recursive: true });
-  for (const f of fs.readdirSync(REPO_ROOT).filter((f) => ['package.json', 'index.js', 'index.d.ts'].includes(f) || f.endsWith('.node'))) {
+  // What npm would install: package.json's `files`, plus the host binary.
+  const pkg = JSON.parse(fs.readFileSync(path.join(REPO_ROOT, 'package.json'), 'utf8'));
+  fs.copyFileSync(path.join(REPO_ROOT, 'package.json'), path.join(dest, 'package.json'));
+  for (const f of pkg.files) fs.cpSync(path.join(REPO_ROOT, f), path.join(dest, f), { recursive: true });
+  for (const f of fs.readdirSync(REPO_ROOT).filter((f) => f.endsWith('.node'))) {
     fs.copyFileSync(path.join(REPO_ROOT, f), path.join(dest, f));
   }
-  fs.cpSync(path.join(REPO_ROOT, 'plugin', 'dist'), path.join(dest, 'plugin', 'dist'), { recursive: true });
 }
 
 describe('the package named twice (global + project config) for one directory', () => {
