@@ -72,9 +72,14 @@ describe('inbound policy in real OpenCode', () => {
     expect(parts[0].metadata.peerMessage.from).toBe('alice');
     expect(parts[0].text).toContain('│ please review PR 7');
     expect(JSON.parse(fs.readFileSync(heldFile, 'utf8'))).toEqual([]);
-    // alice's receipts: held, then delivered
-    const receipts = fs.readFileSync(path.join(brokerRoot, 'receipts', `${sa.id}.jsonl`), 'utf8').trim().split('\n').map((l) => JSON.parse(l));
-    expect(receipts.map((r) => r.status)).toEqual(['held', 'delivered']);
+    // alice's receipts: held, then delivered — written once OpenCode has stored the injected
+    // message (issue 11), which can be a moment after it shows in the transcript read above.
+    const statuses = () => {
+      const f = path.join(brokerRoot, 'receipts', `${sa.id}.jsonl`);
+      return fs.readFileSync(f, 'utf8').trim().split('\n').map((l) => JSON.parse(l).status);
+    };
+    await waitFor(() => statuses().length >= 2, { message: 'delivered receipt', timeoutMs: 30_000 });
+    expect(statuses()).toEqual(['held', 'delivered']);
   });
 
   test('refuse: the sender sees a framed refused receipt in its session', async () => {
