@@ -68,6 +68,9 @@ pub enum ErrorCode {
     /// `E_ROOM_DELETE_REFUSED`: c2c's delete rule refuses (not the creator, a room without a
     /// recorded creator and no `force`, or members remain).
     RoomDeleteRefused,
+    /// `E_RELAY`: the NATS relay (see `crate::relay`) could not do what was asked: bad
+    /// credentials, the server refused, a remote peer unknown, another connector running.
+    Relay,
 }
 
 impl ErrorCode {
@@ -100,6 +103,7 @@ impl ErrorCode {
             ErrorCode::NotInvited => "E_NOT_INVITED",
             ErrorCode::RoomExists => "E_ROOM_EXISTS",
             ErrorCode::RoomDeleteRefused => "E_ROOM_DELETE_REFUSED",
+            ErrorCode::Relay => "E_RELAY",
         }
     }
 }
@@ -301,6 +305,12 @@ pub enum Error {
         /// c2c's refusal text.
         reason: String,
     },
+    /// The NATS relay failed; `reason` says what and what to do.
+    #[error("relay: {reason}")]
+    Relay {
+        /// What failed, in words.
+        reason: String,
+    },
 }
 
 impl Error {
@@ -333,6 +343,7 @@ impl Error {
             Error::NotInvited { .. } => ErrorCode::NotInvited,
             Error::RoomExists { .. } => ErrorCode::RoomExists,
             Error::RoomDeleteRefused { .. } => ErrorCode::RoomDeleteRefused,
+            Error::Relay { .. } => ErrorCode::Relay,
         }
     }
 

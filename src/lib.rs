@@ -19,6 +19,7 @@
 //! - [`provenance`]: the turn index and `parentID` walk (was this turn peer-triggered?).
 //! - [`policy`]: pure decisions: `peerPermissions`, inbound gating, hop limit, rate limit,
 //!   the fail-closed guardrail.
+//! - [`relay`]: the NATS JetStream relay connecting broker roots on several machines.
 //! - [`node`]: napi classes and functions; error-code mapping.
 //!
 //! # Terminology
@@ -53,6 +54,7 @@ pub mod policy;
 pub mod provenance;
 pub mod receipts;
 pub mod registry;
+pub mod relay;
 pub mod room_meta;
 pub mod store;
 #[cfg(test)]

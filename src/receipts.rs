@@ -95,6 +95,10 @@ pub struct Receipt {
 /// # Errors
 /// Store errors.
 pub fn append(root: &BrokerRoot, sender_session_id: &str, receipt: &Receipt) -> Result<()> {
+    // A sender on another node (see `crate::relay::names`): the receipt travels back by relay.
+    if let Some((node, sid)) = crate::relay::names::parse_remote_sid(sender_session_id) {
+        return crate::relay::outbox::enqueue_receipt(root, node, sid, receipt);
+    }
     let dir = store::file::ensure_private_dir(&root.path().join("receipts"))?;
     let path = dir.join(format!("{sender_session_id}.jsonl"));
     let value = serde_json::to_value(receipt).unwrap_or_default();

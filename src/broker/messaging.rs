@@ -107,7 +107,7 @@ impl Broker {
 
     /// Build the message for one recipient after the hop and rate checks. A refusal is
     /// recorded as a receipt in this session's own receipts file before it is returned.
-    fn prepare(
+    pub(super) fn prepare(
         &self,
         to_alias: String,
         to_session_id: &str,
@@ -291,6 +291,9 @@ impl Broker {
         }
         let regs = self.registrations()?;
         self.own_registration(&regs)?;
+        if let Some((alias, node)) = crate::relay::names::split_remote(to_alias) {
+            return self.send_remote(alias, node, content, opts);
+        }
         let matching: Vec<&Registration> = regs
             .iter()
             .filter(|r| alias_eq(&r.alias, to_alias))

@@ -10,6 +10,7 @@ mod cache_tests;
 mod gate;
 mod messaging;
 mod pending;
+mod remote;
 mod rooms;
 
 use std::path::PathBuf;
@@ -419,7 +420,7 @@ impl Broker {
         // Liveness is read fresh on every call; within this one call each pid is read once.
         let mut starts: std::collections::HashMap<u32, Option<u64>> =
             std::collections::HashMap::new();
-        Ok(regs
+        let mut peers: Vec<Peer> = regs
             .iter()
             .map(|r| Peer {
                 alive: match r.pid {
@@ -441,7 +442,10 @@ impl Broker {
                 client_type: r.client_type.clone(),
                 directory: r.directory.clone(),
             })
-            .collect())
+            .collect();
+        // Remote peers (`alias@node`) mirrored by this root's relay connector, if any.
+        peers.extend(self.remote_peers());
+        Ok(peers)
     }
 
     /// The other registrations as one framed listing for a model (alias, alive, client,

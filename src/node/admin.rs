@@ -101,6 +101,12 @@ pub fn list_registrations(root: String) -> Result<Vec<PeerInfo>, JsCode> {
             directory: reg.directory,
             is_self: false,
         })
+        // Remote peers (`alias@node`) mirrored by the root's relay connector, if any.
+        .chain(
+            crate::relay::presence::remote_peers(r.path())
+                .into_iter()
+                .map(PeerInfo::from),
+        )
         .collect())
 }
 

@@ -11,6 +11,7 @@ pub mod config;
 pub mod envelope;
 pub mod error;
 pub mod policy;
+pub mod relay;
 pub mod types;
 pub mod verdict;
 
