@@ -22,7 +22,8 @@ impl Broker {
     ///
     /// # Errors
     /// [`Error::InvalidId`] (alias or node), [`Error::UnknownRecipient`] when the mirror
-    /// lists no such peer (no connector running, or the node is gone), [`Error::HopLimit`],
+    /// lists no such peer (no connector ran within [`crate::relay::presence::SEND_GRACE_S`],
+    /// or the node is gone), [`Error::HopLimit`],
     /// [`Error::RateLimited`], store errors.
     pub(super) fn send_remote(
         &self,
@@ -33,7 +34,10 @@ impl Broker {
     ) -> Result<Receipt> {
         validate_alias(alias)?;
         validate_node(node)?;
-        let mirror = crate::relay::presence::read_mirror(self.root().path());
+        let mirror = crate::relay::presence::read_mirror_within(
+            self.root().path(),
+            crate::relay::presence::SEND_GRACE_S,
+        );
         let peer = mirror
             .as_ref()
             .and_then(|m| m.nodes.get(node))

@@ -115,12 +115,23 @@ pub fn clear_mirror(root: &Path) {
     }
 }
 
+/// How long after its last refresh a mirror still addresses sends (seconds): a connector
+/// killed or cut off from the server for a while leaves its mirror behind, and mail to the
+/// peers it listed queues durably in the outbox until a connector runs again. A connector
+/// that stops cleanly removes its mirror, so sends fail at once then.
+pub const SEND_GRACE_S: f64 = 600.0;
+
 /// The mirror, when present and fresh; `None` otherwise (no connector, or it died).
 pub fn read_mirror(root: &Path) -> Option<Mirror> {
+    read_mirror_within(root, 0.0)
+}
+
+/// The mirror when refreshed within its TTL plus `grace_s` seconds.
+pub fn read_mirror_within(root: &Path, grace_s: f64) -> Option<Mirror> {
     let path = root.join("relay").join("peers.json");
     let bytes = std::fs::read(path).ok()?;
     let m: Mirror = serde_json::from_slice(&bytes).ok()?;
-    (m.updated_at + m.ttl_s >= crate::time::now_secs()).then_some(m)
+    (m.updated_at + m.ttl_s + grace_s >= crate::time::now_secs()).then_some(m)
 }
 
 /// The remote peers of `root`'s mirror as [`crate::Peer`]s (`alias@node`, session id
