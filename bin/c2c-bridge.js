@@ -45,6 +45,17 @@ Commands:
                          dead letters. Exits 1 when a check fails.
   sweep                  Remove dead registrations and move their undelivered mail to
                          dead-letter.jsonl (a session that registers again gets it back).
+  relay --url URL [--creds FILE] [--node NAME] [--provision]
+                         Connect this broker root to other machines through NATS JetStream
+                         (see RELAY.md) until SIGINT/SIGTERM. Remote peers then appear in
+                         `peers` as alias@node and `send alias@node ...` reaches them. While
+                         another connector runs for the root on this machine, this one stands
+                         by and takes over when it ends. --node defaults to the host name;
+                         --provision creates the node's stream and the presence bucket when
+                         missing (needs that permission on the server).
+  relay-setup --url URL [--creds FILE] <node>...
+                         Operator step: create the streams of these nodes and the presence
+                         bucket with credentials that may create streams (see RELAY.md).
 ${approval.HELP.replace(/\n$/, '')}
                          No message (DM, room, broadcast) can produce a verdict.
 
@@ -163,6 +174,10 @@ const OPTIONS = {
   reason: { type: 'string' },
   token: { type: 'string' },
   timeout: { type: 'string' },
+  url: { type: 'string' },
+  creds: { type: 'string' },
+  node: { type: 'string' },
+  provision: { type: 'boolean' },
   help: { type: 'boolean', short: 'h' },
   version: { type: 'boolean', short: 'V' },
 };
@@ -178,12 +193,14 @@ const COMMANDS = {
   log: { args: [0, 0], options: ['limit'] },
   doctor: { args: [0, 0], options: [] },
   sweep: { args: [0, 0], options: [] },
+  relay: { args: [0, 0], options: ['url', 'creds', 'node', 'provision'] },
+  'relay-setup': { args: [1, Infinity], options: ['url', 'creds'], synopsis: '--url URL [--creds FILE] <node>...' },
   // Host-local verdicts: handled by bin/lib/approval.js, which validates its own arguments.
   'approval-reply': { args: [0, Infinity], options: ['reason'], approval: true },
   authorize: { args: [0, Infinity], options: ['reason'], approval: true },
   'await-reply': { args: [0, Infinity], options: ['token', 'timeout'], approval: true },
 };
-const COMMAND_OPTIONS = ['peek', 'limit', 'reason', 'token', 'timeout'];
+const COMMAND_OPTIONS = ['peek', 'limit', 'reason', 'token', 'timeout', 'url', 'creds', 'node', 'provision'];
 
 function parse(argv) {
   let parsed;
@@ -663,7 +680,84 @@ function cmdSweep(addon, values) {
   return { json: result, text };
 }
 
+/** The default relay node name: the host name reduced to the node charset. */
+function defaultNode() {
+  const n = os.hostname().split('.')[0].replace(/[^A-Za-z0-9_-]/g, '-').slice(0, 32);
+  return n || 'node';
+}
+
+/**
+ * `relay`: run the connector for the root until SIGINT/SIGTERM (or until it fails). While
+ * another connector holds the root's lock (E_RELAY_BUSY), stand by and retry every 2 s.
+ */
+async function cmdRelay(addon, values) {
+  if (!values.url) throw usage('relay needs --url nats://HOST:PORT');
+  const loc = locateRoot(addon, values);
+  const node = values.node ?? defaultNode();
+  const options = { root: loc.path, url: values.url, creds: values.creds, node, provision: values.provision ?? false };
+  let stopping = false;
+  const stopped = new Promise((resolve) => {
+    const stop = () => {
+      stopping = true;
+      resolve();
+    };
+    process.once('SIGINT', stop);
+    process.once('SIGTERM', stop);
+  });
+  let relay = null;
+  let announced = false;
+  while (!relay && !stopping) {
+    try {
+      relay = addon.Relay.start(options);
+    } catch (e) {
+      if (e && e.code !== 'E_RELAY_BUSY') throw e;
+      if (!announced) process.stderr.write(`c2c-bridge relay: ${safe(e.message)}
+`);
+      announced = true;
+      await Promise.race([stopped, new Promise((r) => setTimeout(r, 2000))]);
+    }
+  }
+  if (!relay) return { json: { node, stopped: true }, text: ['relay: stopped while standing by'] };
+  process.stderr.write(`c2c-bridge relay: node ${safe(node)} connected to ${safe(values.url.replace(/\/\/[^@/]*@/, '//'))} for ${safe(loc.path)}
+`);
+  let failed = null;
+  await Promise.race([
+    stopped,
+    new Promise((resolve) => {
+      const t = setInterval(() => {
+        if (!relay.state().running) {
+          failed = relay.state().lastError ?? 'the connector ended';
+          clearInterval(t);
+          resolve();
+        }
+      }, 1000);
+      stopped.then(() => clearInterval(t));
+    }),
+  ]);
+  let stopError = null;
+  try {
+    relay.stop();
+  } catch (e) {
+    stopError = e;
+  }
+  const state = relay.state();
+  if (failed || stopError) throw new CliError('E_RELAY', String(failed ?? stopError.message), EXIT_FAILED);
+  return {
+    json: { node, ...state },
+    text: [`relay stopped: sent ${state.sent}, received ${state.received}, rejected ${state.rejected}, errors ${state.errors}`],
+  };
+}
+
+/** `relay-setup`: create the streams of the named nodes and the presence bucket. */
+function cmdRelaySetup(addon, values, args) {
+  if (!values.url) throw usage('relay-setup needs --url nats://HOST:PORT');
+  addon.relayProvision(values.url, values.creds, args);
+  return { json: { provisioned: args }, text: [`created (or found) the streams of ${args.map(safe).join(', ')} and the presence bucket`] };
+}
+
 const HANDLERS = {
+  relay: cmdRelay,
+  'relay-setup': cmdRelaySetup,
   peers: cmdPeers,
   send: cmdSend,
   inbox: cmdInbox,
@@ -714,7 +808,7 @@ async function main(argv) {
       // approval-reply / authorize return a number, await-reply a promise of one.
       return await approval.COMMANDS[command](approvalArgv(values, args), { addon });
     }
-    const result = HANDLERS[command](addon, values, args);
+    const result = await HANDLERS[command](addon, values, args);
     if (values.json) process.stdout.write(`${toJson(result.json)}\n`);
     else process.stdout.write(`${result.text.join('\n')}\n`);
     return result.exit ?? EXIT_OK;

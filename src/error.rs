@@ -71,6 +71,9 @@ pub enum ErrorCode {
     /// `E_RELAY`: the NATS relay (see `crate::relay`) could not do what was asked: bad
     /// credentials, the server refused, a remote peer unknown, another connector running.
     Relay,
+    /// `E_RELAY_BUSY`: another connector already runs for this broker root on this machine
+    /// (it holds `relay/connector.lock`); this one may stand by and retry.
+    RelayBusy,
 }
 
 impl ErrorCode {
@@ -104,6 +107,7 @@ impl ErrorCode {
             ErrorCode::RoomExists => "E_ROOM_EXISTS",
             ErrorCode::RoomDeleteRefused => "E_ROOM_DELETE_REFUSED",
             ErrorCode::Relay => "E_RELAY",
+            ErrorCode::RelayBusy => "E_RELAY_BUSY",
         }
     }
 }
@@ -311,6 +315,12 @@ pub enum Error {
         /// What failed, in words.
         reason: String,
     },
+    /// Another connector holds the root's relay lock.
+    #[error("another relay connector runs for this broker root ({lock} is locked); this one stands by")]
+    RelayBusy {
+        /// The lock file.
+        lock: PathBuf,
+    },
 }
 
 impl Error {
@@ -344,6 +354,7 @@ impl Error {
             Error::RoomExists { .. } => ErrorCode::RoomExists,
             Error::RoomDeleteRefused { .. } => ErrorCode::RoomDeleteRefused,
             Error::Relay { .. } => ErrorCode::Relay,
+            Error::RelayBusy { .. } => ErrorCode::RelayBusy,
         }
     }
 

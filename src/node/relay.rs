@@ -29,7 +29,7 @@ pub struct RelayOptions {
     /// Create this node's stream and the presence bucket when missing (default false; needs
     /// the server's permission).
     pub provision: Option<bool>,
-    /// Receiving-side rate limit: burst per remote sender → local recipient (default 20).
+    /// Receiving-side rate limit: burst per remote node → local recipient (default 20).
     pub rate_burst: Option<u32>,
     /// Receiving-side rate limit window in seconds (default 60).
     pub rate_window_secs: Option<f64>,
@@ -78,8 +78,9 @@ impl JsRelay {
     /// Start the connector: take the root's connector lock, connect, check the node's
     /// stream and the presence bucket, and run until [`JsRelay::stop`].
     ///
-    /// Errors (`err.code`): `E_RELAY` (another connector holds this root's lock — stand by
-    /// and retry —, the server refused the credentials, the stream or bucket is missing),
+    /// Errors (`err.code`): `E_RELAY_BUSY` (another connector holds this root's lock: stand
+    /// by and retry), `E_RELAY` (the server refused the credentials, the stream or bucket is
+    /// missing),
     /// `E_INVALID_OPTION` (the creds file), `E_INVALID_ID` (node), `E_INVALID_ARG`,
     /// `E_ROOT_INSECURE`, `E_IO`.
     #[napi(factory, catch_unwind)]

@@ -12,8 +12,6 @@
 use std::collections::{HashMap, HashSet};
 use std::time::Duration;
 
-use serde_json::Value;
-
 use crate::error::Result;
 use crate::fields;
 use crate::ids::alias_eq;
@@ -79,8 +77,12 @@ pub fn deliver(
                     answer(root, &m, Status::Dropped, "no live session has that alias");
                     continue;
                 };
-                if let RateDecision::Limited { .. } =
-                    rate.check(&from, &target.session_id, now)
+                // Keyed by the remote *node* (which the server vouches for), not by the
+                // session id it claims: a node cannot widen its budget by varying that.
+                let node = super::names::parse_remote_sid(&from)
+                    .map(|(n, _)| n)
+                    .unwrap_or(from.as_str());
+                if let RateDecision::Limited { .. } = rate.check(node, &target.session_id, now)
                 {
                     out[i] = Outcome::Answered;
                     answer(root, &m, Status::RateLimited, "rate limited by the receiving node");
@@ -158,6 +160,3 @@ pub fn log_rejected(log: &AuditLog, from_node: &str, reason: &str) {
         fields! {"from_node" => from_node, "reason" => reason},
     );
 }
-
-#[allow(dead_code)]
-fn _unused(_: &Value) {}

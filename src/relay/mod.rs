@@ -57,7 +57,7 @@ pub struct RelayConfig {
     pub presence_ttl: Duration,
     /// Largest content accepted from a remote node (default 16 KiB, as locally).
     pub max_message_bytes: usize,
-    /// Per remote sender → local recipient rate limit on the receiving side.
+    /// Per remote node → local recipient rate limit on the receiving side.
     pub rate: RateConfig,
     /// Lock wait for local store writes.
     pub lock_timeout: Duration,
@@ -113,18 +113,15 @@ impl Relay {
     /// stream and bucket, and start. Returns once connected.
     ///
     /// # Errors
-    /// [`Error::InvalidId`] (node), [`Error::Relay`]: another connector holds the lock, the
-    /// server refused the credentials, the stream or bucket is missing; store errors.
+    /// [`Error::InvalidId`] (node), [`Error::RelayBusy`] (another connector holds the
+    /// lock), [`Error::Relay`]: the server refused the credentials, the stream or bucket is missing; store errors.
     pub fn start(cfg: RelayConfig) -> Result<Relay> {
         names::validate_node(&cfg.node)?;
         let root = BrokerRoot::open(&cfg.root, crate::store::root::RootSource::Explicit)?;
         let lock_path = outbox::relay_dir(root.path())?.join("connector.lock");
         let lock = LockGuard::acquire(&lock_path, Duration::ZERO).map_err(|e| match e {
-            Error::LockTimeout { .. } => Error::Relay {
-                reason: format!(
-                    "another connector runs for this root ({} is locked); this one stands by",
-                    lock_path.display()
-                ),
+            Error::LockTimeout { .. } => Error::RelayBusy {
+                lock: lock_path.clone(),
             },
             other => other,
         })?;
