@@ -400,6 +400,12 @@ const json = {
 };
 fs.writeFileSync(path.join(HERE, 'results.json'), JSON.stringify(json, null, 2) + '\n');
 
+// The relay across two broker roots through a real nats-server (issue 17): its own script,
+// which writes bench/results-relay.json (or says why it skipped).
+spawnSync(process.execPath, [path.join(HERE, 'relay.mjs')], { stdio: 'inherit', env: process.env });
+const relayPath = path.join(HERE, 'results-relay.json');
+const relay = fs.existsSync(relayPath) ? JSON.parse(fs.readFileSync(relayPath, 'utf8')) : null;
+
 const notesPath = path.join(HERE, 'NOTES.md');
 const notes = fs.existsSync(notesPath) ? fs.readFileSync(notesPath, 'utf8') : '';
 const e2ePath = path.join(HERE, 'results-e2e.json');
@@ -423,6 +429,10 @@ const md = [
   mdTable(['figure', 'median', '/bin/true ÷ figure', "node -e '' ÷ figure"], cliRows),
   '',
   ...(skipped.length ? ['## Skipped', '', ...skipped.map((s) => `- ${s.name}: ${s.why}`), ''] : []),
+  '## The relay between two nodes (bench/relay.mjs)',
+  '',
+  relay ? relay.markdown : 'Not run: bench/relay.mjs wrote no results.',
+  '',
   '## End to end in OpenCode (`npm run bench:e2e`)',
   '',
   e2e ? e2e.markdown : 'Not run yet: `npm run bench:e2e` writes bench/results-e2e.json, included here by the next `npm run bench`.',

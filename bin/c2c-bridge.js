@@ -45,14 +45,16 @@ Commands:
                          dead letters. Exits 1 when a check fails.
   sweep                  Remove dead registrations and move their undelivered mail to
                          dead-letter.jsonl (a session that registers again gets it back).
-  relay --url URL [--creds FILE] [--node NAME] [--provision]
+  relay --url URL [--creds FILE] [--node NAME] [--provision] [--rate-burst N]
                          Connect this broker root to other machines through NATS JetStream
                          (see RELAY.md) until SIGINT/SIGTERM. Remote peers then appear in
                          `peers` as alias@node and `send alias@node ...` reaches them. While
                          another connector runs for the root on this machine, this one stands
                          by and takes over when it ends. --node defaults to the host name;
                          --provision creates the node's stream and the presence bucket when
-                         missing (needs that permission on the server).
+                         missing (needs that permission on the server); --rate-burst sets
+                         the receiving limit per remote node and local recipient (default 20
+                         per 60 s, as for local mail).
   relay-setup --url URL [--creds FILE] <node>...
                          Operator step: create the streams of these nodes and the presence
                          bucket with credentials that may create streams (see RELAY.md).
@@ -178,6 +180,7 @@ const OPTIONS = {
   creds: { type: 'string' },
   node: { type: 'string' },
   provision: { type: 'boolean' },
+  'rate-burst': { type: 'string' },
   help: { type: 'boolean', short: 'h' },
   version: { type: 'boolean', short: 'V' },
 };
@@ -193,14 +196,14 @@ const COMMANDS = {
   log: { args: [0, 0], options: ['limit'] },
   doctor: { args: [0, 0], options: [] },
   sweep: { args: [0, 0], options: [] },
-  relay: { args: [0, 0], options: ['url', 'creds', 'node', 'provision'] },
+  relay: { args: [0, 0], options: ['url', 'creds', 'node', 'provision', 'rate-burst'] },
   'relay-setup': { args: [1, Infinity], options: ['url', 'creds'], synopsis: '--url URL [--creds FILE] <node>...' },
   // Host-local verdicts: handled by bin/lib/approval.js, which validates its own arguments.
   'approval-reply': { args: [0, Infinity], options: ['reason'], approval: true },
   authorize: { args: [0, Infinity], options: ['reason'], approval: true },
   'await-reply': { args: [0, Infinity], options: ['token', 'timeout'], approval: true },
 };
-const COMMAND_OPTIONS = ['peek', 'limit', 'reason', 'token', 'timeout', 'url', 'creds', 'node', 'provision'];
+const COMMAND_OPTIONS = ['peek', 'limit', 'reason', 'token', 'timeout', 'url', 'creds', 'node', 'provision', 'rate-burst'];
 
 function parse(argv) {
   let parsed;
@@ -695,6 +698,12 @@ async function cmdRelay(addon, values) {
   const loc = locateRoot(addon, values);
   const node = values.node ?? defaultNode();
   const options = { root: loc.path, url: values.url, creds: values.creds, node, provision: values.provision ?? false };
+  if (values['rate-burst'] !== undefined) {
+    if (!/^\d+$/.test(values['rate-burst']) || Number(values['rate-burst']) < 1) {
+      throw usage(`--rate-burst must be a positive integer, got "${safe(values['rate-burst'])}"`);
+    }
+    options.rateBurst = Number(values['rate-burst']);
+  }
   let stopping = false;
   const stopped = new Promise((resolve) => {
     const stop = () => {

@@ -316,7 +316,9 @@ pub enum Error {
         reason: String,
     },
     /// Another connector holds the root's relay lock.
-    #[error("another relay connector runs for this broker root ({lock} is locked); this one stands by")]
+    #[error(
+        "another relay connector runs for this broker root ({lock} is locked); this one stands by"
+    )]
     RelayBusy {
         /// The lock file.
         lock: PathBuf,

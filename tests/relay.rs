@@ -90,7 +90,9 @@ fn two_nodes_exchange_dms_both_ways_and_see_each_others_peers() {
     // Local aliases keep working, remote ones are only alias@node.
     assert!(!sees(&amy, "bob"));
 
-    let r = amy.send("bob@b", "hello from a", &Default::default()).unwrap();
+    let r = amy
+        .send("bob@b", "hello from a", &Default::default())
+        .unwrap();
     assert_eq!(r.to_alias, "bob@b");
     assert!(wait_until(20, || !bob.peek().unwrap().is_empty()));
     let got = bob.peek().unwrap();
@@ -110,16 +112,17 @@ fn two_nodes_exchange_dms_both_ways_and_see_each_others_peers() {
     let back = amy.peek().unwrap();
     assert_eq!(back[0].message_id, r2.message_id);
     assert_eq!(back[0].from_alias, "bob@b");
-    assert_eq!(back[0].via, vec!["ses_amy".to_string(), "ses_bob".to_string()]);
+    assert_eq!(
+        back[0].via,
+        vec!["ses_amy".to_string(), "ses_bob".to_string()]
+    );
 
     // Receipts travel back: bob's plugin acknowledging delivery reaches amy's receipts.
     bob.acknowledge(&[r.message_id.clone()], Status::Delivered)
         .unwrap();
-    assert!(wait_until(20, || amy
-        .receipts(50)
-        .unwrap()
-        .iter()
-        .any(|x| x.message_id == r.message_id && x.status == Status::Delivered)));
+    assert!(wait_until(20, || amy.receipts(50).unwrap().iter().any(
+        |x| x.message_id == r.message_id && x.status == Status::Delivered
+    )));
 
     // An unknown remote alias is refused at once, nothing queued.
     let e = amy.send("nobody@b", "x", &Default::default()).unwrap_err();
@@ -144,7 +147,10 @@ fn the_server_denies_another_nodes_subject_and_the_receiver_rejects_a_false_clai
     let w = world(&["a", "b"]);
     let bob = session(&w.root_b, "ses_bob", "bob");
     let _cb = ChildConnector::start(&w.server, &w.root_b, "b");
-    assert!(wait_until(20, || w.root_b.join("relay/peers.json").exists()));
+    assert!(wait_until(20, || w
+        .root_b
+        .join("relay/peers.json")
+        .exists()));
     let _ = creds(w.root_a.parent().unwrap(), "a");
 
     let rt = tokio::runtime::Builder::new_current_thread()
@@ -174,9 +180,12 @@ fn the_server_denies_another_nodes_subject_and_the_receiver_rejects_a_false_clai
             .to_string()
         };
         // 1. Node a publishing on node c's subject toward b: denied by the server.
-        a.publish("c2c.msg.c.b", env("c", "11111111-0000-4000-8000-000000000001").into())
-            .await
-            .unwrap();
+        a.publish(
+            "c2c.msg.c.b",
+            env("c", "11111111-0000-4000-8000-000000000001").into(),
+        )
+        .await
+        .unwrap();
         a.flush().await.unwrap();
         let denied = tokio::time::timeout(Duration::from_secs(10), async {
             while let Some(ev) = rx.recv().await {
@@ -191,23 +200,32 @@ fn the_server_denies_another_nodes_subject_and_the_receiver_rejects_a_false_clai
         assert!(denied.contains("c2c.msg.c.b"), "{denied}");
         // ... and a JetStream publish there gets no PubAck.
         let ack = js
-            .publish("c2c.msg.c.b", env("c", "11111111-0000-4000-8000-000000000002").into())
+            .publish(
+                "c2c.msg.c.b",
+                env("c", "11111111-0000-4000-8000-000000000002").into(),
+            )
             .await
             .unwrap();
         assert!(ack.await.is_err());
 
         // 2. On its own subject, but claiming node c: stored by JetStream, rejected by b.
-        js.publish("c2c.msg.a.b", env("c", "11111111-0000-4000-8000-000000000003").into())
-            .await
-            .unwrap()
-            .await
-            .unwrap();
+        js.publish(
+            "c2c.msg.a.b",
+            env("c", "11111111-0000-4000-8000-000000000003").into(),
+        )
+        .await
+        .unwrap()
+        .await
+        .unwrap();
         // 3. An honest one after it, so we know b has processed the false one.
-        js.publish("c2c.msg.a.b", env("a", "11111111-0000-4000-8000-000000000004").into())
-            .await
-            .unwrap()
-            .await
-            .unwrap();
+        js.publish(
+            "c2c.msg.a.b",
+            env("a", "11111111-0000-4000-8000-000000000004").into(),
+        )
+        .await
+        .unwrap()
+        .await
+        .unwrap();
     });
     assert!(wait_until(20, || !bob.peek().unwrap().is_empty()));
     let got = bob.peek().unwrap();

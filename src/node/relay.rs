@@ -62,8 +62,12 @@ fn creds_of(path: Option<String>) -> std::result::Result<Credentials, napi::Erro
 fn secs(v: Option<f64>, name: &str) -> std::result::Result<Option<Duration>, napi::Error<JsCode>> {
     match v {
         None => Ok(None),
-        Some(s) if s.is_finite() && s > 0.0 && s <= 86_400.0 => Ok(Some(Duration::from_secs_f64(s))),
-        Some(_) => Err(invalid_arg(format!("{name} must be a number of seconds in (0, 86400]"))),
+        Some(s) if s.is_finite() && s > 0.0 && s <= 86_400.0 => {
+            Ok(Some(Duration::from_secs_f64(s)))
+        }
+        Some(_) => Err(invalid_arg(format!(
+            "{name} must be a number of seconds in (0, 86400]"
+        ))),
     }
 }
 

@@ -37,7 +37,10 @@ pub(super) async fn connect_pub(
 
 /// Connect, retrying while the server is unreachable (until `stop`); refused credentials
 /// end it at once.
-async fn connect(cfg: &RelayConfig, stop: &mut watch::Receiver<bool>) -> Result<async_nats::Client> {
+async fn connect(
+    cfg: &RelayConfig,
+    stop: &mut watch::Receiver<bool>,
+) -> Result<async_nats::Client> {
     let mut delay = Duration::from_millis(200);
     loop {
         let mut opts = async_nats::ConnectOptions::new()
@@ -155,11 +158,7 @@ pub fn bucket_config(ttl: Duration) -> jetstream::stream::Config {
 ///
 /// # Errors
 /// [`Error::Relay`] when the server refuses.
-pub async fn provision(
-    client: &async_nats::Client,
-    nodes: &[String],
-    ttl: Duration,
-) -> Result<()> {
+pub async fn provision(client: &async_nats::Client, nodes: &[String], ttl: Duration) -> Result<()> {
     let js = jetstream::new(client.clone());
     for n in nodes {
         names::validate_node(n)?;
@@ -352,7 +351,11 @@ async fn inbound_loop(
                         }
                     }
                     _ => {
-                        super::inbound::log_rejected(&log, "?", "subject is not a relay subject for this node");
+                        super::inbound::log_rejected(
+                            &log,
+                            "?",
+                            "subject is not a relay subject for this node",
+                        );
                         bump(&state, |s| s.rejected += 1);
                         let _ = m.ack_with(jetstream::AckKind::Term).await;
                     }

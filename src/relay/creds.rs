@@ -104,7 +104,10 @@ mod tests {
     fn forms_and_refusals() {
         let d = tempfile::tempdir().unwrap();
         let p = write(d.path(), "# a\nuser=a\npassword=b\n", 0o600);
-        assert_eq!(read(&p).unwrap(), Credentials::UserPassword("a".into(), "b".into()));
+        assert_eq!(
+            read(&p).unwrap(),
+            Credentials::UserPassword("a".into(), "b".into())
+        );
         let p = write(d.path(), "token=t", 0o600);
         assert_eq!(read(&p).unwrap(), Credentials::Token("t".into()));
         let p = write(d.path(), "token=t", 0o644);

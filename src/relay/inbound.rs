@@ -82,10 +82,14 @@ pub fn deliver(
                 let node = super::names::parse_remote_sid(&from)
                     .map(|(n, _)| n)
                     .unwrap_or(from.as_str());
-                if let RateDecision::Limited { .. } = rate.check(node, &target.session_id, now)
-                {
+                if let RateDecision::Limited { .. } = rate.check(node, &target.session_id, now) {
                     out[i] = Outcome::Answered;
-                    answer(root, &m, Status::RateLimited, "rate limited by the receiving node");
+                    answer(
+                        root,
+                        &m,
+                        Status::RateLimited,
+                        "rate limited by the receiving node",
+                    );
                     continue;
                 }
                 groups
@@ -96,13 +100,12 @@ pub fn deliver(
         }
     }
     for (sid, msgs) in groups {
-        let held: HashSet<String> = crate::store::read_array(
-            &root.path().join("held").join(format!("{sid}.json")),
-        )
-        .unwrap_or_default()
-        .iter()
-        .filter_map(|v| raw_message_id(v).map(|c| c.into_owned()))
-        .collect();
+        let held: HashSet<String> =
+            crate::store::read_array(&root.path().join("held").join(format!("{sid}.json")))
+                .unwrap_or_default()
+                .iter()
+                .filter_map(|v| raw_message_id(v).map(|c| c.into_owned()))
+                .collect();
         let archive = root.archive(&sid)?;
         let archived = crate::store::file::tail_message_ids(&archive, 4 * 1024 * 1024)?;
         let (added, _moved) = crate::inbox::update(root, &sid, lock_timeout, |records| {
@@ -119,7 +122,11 @@ pub fn deliver(
                     continue;
                 }
                 seen.insert(m.message_id.clone());
-                added.push((m.message_id.clone(), m.from_alias.clone(), m.to_alias.clone()));
+                added.push((
+                    m.message_id.clone(),
+                    m.from_alias.clone(),
+                    m.to_alias.clone(),
+                ));
                 records.push(m.to_value());
             }
             let changed = !added.is_empty();

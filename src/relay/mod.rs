@@ -222,14 +222,20 @@ pub fn provision(url: &str, creds: &Credentials, nodes: &[String], ttl: Duration
             reason: format!("cannot start the runtime: {e}"),
         })?;
     rt.block_on(async {
-        let mut cfg = RelayConfig::new(PathBuf::new(), url.into(), creds.clone(), "provision".into());
+        let mut cfg = RelayConfig::new(
+            PathBuf::new(),
+            url.into(),
+            creds.clone(),
+            "provision".into(),
+        );
         cfg.presence_ttl = ttl;
         let (_tx, mut rx) = tokio::sync::watch::channel(false);
-        let client = tokio::time::timeout(Duration::from_secs(10), connector_connect(&cfg, &mut rx))
-            .await
-            .map_err(|_| Error::Relay {
-                reason: format!("cannot reach {url}"),
-            })??;
+        let client =
+            tokio::time::timeout(Duration::from_secs(10), connector_connect(&cfg, &mut rx))
+                .await
+                .map_err(|_| Error::Relay {
+                    reason: format!("cannot reach {url}"),
+                })??;
         connector::provision(&client, nodes, ttl).await?;
         let _ = client.flush().await;
         Ok(())

@@ -82,11 +82,15 @@ pub fn decode(node: &str, bytes: &[u8]) -> Option<Vec<RemotePeer>> {
     Some(
         p.peers
             .into_iter()
-            .filter(|r| validate_alias(&r.alias).is_ok() && validate_session_id(&r.session_id).is_ok())
+            .filter(|r| {
+                validate_alias(&r.alias).is_ok() && validate_session_id(&r.session_id).is_ok()
+            })
             .map(|mut r| {
-                r.client_type = r
-                    .client_type
-                    .filter(|c| c.len() <= 32 && c.chars().all(|ch| ch.is_ascii_alphanumeric() || ch == '-' || ch == '_'));
+                r.client_type = r.client_type.filter(|c| {
+                    c.len() <= 32
+                        && c.chars()
+                            .all(|ch| ch.is_ascii_alphanumeric() || ch == '-' || ch == '_')
+                });
                 r
             })
             .take(MAX_PEERS_PER_NODE)

@@ -292,7 +292,10 @@ pub fn append_jsonl_once(path: &Path, values: &[Value], window: u64) -> Result<u
 
 /// The `message_id`s of the complete lines among the last `window` bytes of a JSON-lines
 /// file (absent: none).
-pub(crate) fn tail_message_ids(path: &Path, window: u64) -> Result<std::collections::HashSet<String>> {
+pub(crate) fn tail_message_ids(
+    path: &Path,
+    window: u64,
+) -> Result<std::collections::HashSet<String>> {
     use std::io::{Seek, SeekFrom};
     let mut out = std::collections::HashSet::new();
     let mut file = match open_read_nofollow(path) {

@@ -15,7 +15,11 @@ use c2c_bridge::relay::{Credentials, RelayConfig};
 
 /// The server binary, or `None` (the caller skips with one line).
 pub fn nats_server() -> Option<PathBuf> {
-    for p in ["/usr/sbin/nats-server", "/usr/bin/nats-server", "/usr/local/bin/nats-server"] {
+    for p in [
+        "/usr/sbin/nats-server",
+        "/usr/bin/nats-server",
+        "/usr/local/bin/nats-server",
+    ] {
         if Path::new(p).exists() {
             return Some(p.into());
         }
@@ -205,7 +209,12 @@ impl ChildConnector {
             "stop": stop_file,
         });
         let child = Command::new(std::env::current_exe().unwrap())
-            .args(["--exact", "child_connector", "--nocapture", "--test-threads=1"])
+            .args([
+                "--exact",
+                "child_connector",
+                "--nocapture",
+                "--test-threads=1",
+            ])
             .env("RELAY_CHILD", spec.to_string())
             .stdout(Stdio::null())
             .stderr(Stdio::inherit())
