@@ -308,6 +308,29 @@ export declare class PermissionGate {
 }
 export type JsPermissionGate = PermissionGate
 
+/** A running relay connector for one broker root. */
+export declare class Relay {
+  /**
+   * Start the connector: take the root's connector lock, connect, check the node's
+   * stream and the presence bucket, and run until [`JsRelay::stop`].
+   *
+   * Errors (`err.code`): `E_RELAY_BUSY` (another connector holds this root's lock: stand
+   * by and retry), `E_RELAY` (the server refused the credentials, the stream or bucket is
+   * missing),
+   * `E_INVALID_OPTION` (the creds file), `E_INVALID_ID` (node), `E_INVALID_ARG`,
+   * `E_ROOT_INSECURE`, `E_IO`.
+   */
+  static start(options: RelayOptions): Relay
+  /** The counters, and whether the connector still runs. */
+  state(): RelayState
+  /**
+   * Stop cleanly (withdraw presence, flush acks, end the runtime, release the lock).
+   * Idempotent. Errors: `E_RELAY` with the error the connector ended with.
+   */
+  stop(): void
+}
+export type JsRelay = Relay
+
 /** Result of `ack`. */
 export interface AckReport {
   /** Ids moved to the archive by this call. */
@@ -832,6 +855,55 @@ export interface ReceiptInfo {
   reason?: string
   /** Epoch seconds (float) of the outcome. */
   ts: number
+}
+
+/** Options of [`JsRelay::start`]. */
+export interface RelayOptions {
+  /** The broker root directory (created if missing, as by a session). */
+  root: string
+  /** The NATS server URL, e.g. `nats://127.0.0.1:4222`. */
+  url: string
+  /**
+   * A credentials file (NATS `.creds`, or `user=`/`password=`, `nkey=`, `token=` lines;
+   * mode 0600). None: connect without credentials.
+   */
+  creds?: string
+  /** This node's name: 1–32 chars of `[A-Za-z0-9_-]`. */
+  node: string
+  /** Presence TTL in seconds (default 30). */
+  presenceTtlSecs?: number
+  /**
+   * Create this node's stream and the presence bucket when missing (default false; needs
+   * the server's permission).
+   */
+  provision?: boolean
+  /** Receiving-side rate limit: burst per remote node → local recipient (default 20). */
+  rateBurst?: number
+  /** Receiving-side rate limit window in seconds (default 60). */
+  rateWindowSecs?: number
+}
+
+/**
+ * Create the streams of `nodes` and the presence bucket on the server at `url` with the
+ * operator's credentials file `creds` (see RELAY.md). Errors: `E_RELAY`,
+ * `E_INVALID_OPTION`, `E_INVALID_ID`.
+ */
+export declare function relayProvision(url: string, creds: string | undefined | null, nodes: Array<string>, presenceTtlSecs?: number | undefined | null): void
+
+/** Counters of a running connector. */
+export interface RelayState {
+  /** Envelopes published and acknowledged by JetStream. */
+  sent: number
+  /** Envelopes received, stored locally and acked. */
+  received: number
+  /** Envelopes rejected (bad subject or payload, a node claiming another). */
+  rejected: number
+  /** Errors so far (the connector keeps retrying). */
+  errors: number
+  /** The last error, in words. */
+  lastError?: string
+  /** Whether the connector still runs. */
+  running: boolean
 }
 
 /** A registration removed by `sweep`. */

@@ -128,6 +128,10 @@ fn two_nodes_exchange_dms_both_ways_and_see_each_others_peers() {
     let e = amy.send("nobody@b", "x", &Default::default()).unwrap_err();
     assert_eq!(e.code(), ErrorCode::UnknownRecipient);
 
+    // At most one connector per root on a machine: a second one for root a stands by.
+    let e = Relay::start(relay_support::config(&w.server, &w.root_a, "a", "pw-a")).unwrap_err();
+    assert_eq!(e.code(), ErrorCode::RelayBusy, "{e}");
+
     // A third node with wrong credentials is refused by the server.
     let mut bad = relay_support::config(&w.server, &w.root_a.with_extension("c"), "c", "wrong");
     bad.node = "c".into();
