@@ -48,7 +48,7 @@ Commands:
   relay --url URL [--creds FILE] [--node NAME] [--provision] [--rate-burst N]
                          Connect this broker root to other machines through NATS JetStream
                          (see RELAY.md) until SIGINT/SIGTERM. Remote peers then appear in
-                         `peers` as alias@node and `send alias@node ...` reaches them. While
+                         "peers" as alias@node and "send alias@node ..." reaches them. While
                          another connector runs for the root on this machine, this one stands
                          by and takes over when it ends. --node defaults to the host name;
                          --provision creates the node's stream and the presence bucket when
