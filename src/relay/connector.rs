@@ -509,7 +509,13 @@ async fn presence_loop(
     state: Arc<std::sync::Mutex<State>>,
     mut stop: watch::Receiver<bool>,
 ) {
-    let period = (cfg.presence_ttl / 3).max(Duration::from_millis(200));
+    // Republish well within the bucket's TTL as the server has it (the operator may have
+    // created the bucket with another TTL than this connector's default).
+    let ttl = match js_bucket_ttl(&kv).await {
+        Some(t) if !t.is_zero() => t.min(cfg.presence_ttl),
+        _ => cfg.presence_ttl,
+    };
+    let period = (ttl / 3).max(Duration::from_millis(200));
     loop {
         let r = root.clone();
         if let Ok(Ok(p)) = tokio::task::spawn_blocking(move || presence::local(&r)).await {
@@ -551,6 +557,11 @@ async fn presence_loop(
             return;
         }
     }
+}
+
+/// The `max_age` of the presence bucket's stream, as the server has it.
+async fn js_bucket_ttl(kv: &jetstream::kv::Store) -> Option<Duration> {
+    kv.status().await.ok().map(|s| s.info.config.max_age)
 }
 
 /// Sleep `d`; true when stopped meanwhile.
