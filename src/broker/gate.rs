@@ -130,7 +130,7 @@ impl Broker {
         let sid = self.session_id().to_string();
         let report = self.update_inbox(&sid, |records| {
             let mut report = GateReport::default();
-            let window = super::messaging::archive_window(records);
+            let window = crate::inbox::archive::archive_window(records);
             let mut keep = Vec::with_capacity(records.len());
             let mut to_hold: Vec<Value> = Vec::new();
             let mut to_archive: Vec<Value> = Vec::new();
@@ -497,7 +497,7 @@ impl Broker {
         store::append_archive(
             &self.root().archive(self.session_id())?,
             &lines,
-            super::messaging::archive_window(values),
+            crate::inbox::archive::archive_window(values),
             self.lock_timeout(),
         )
         .map(drop)

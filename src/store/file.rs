@@ -261,6 +261,33 @@ pub fn append_jsonl(path: &Path, values: &[Value]) -> Result<()> {
     Ok(())
 }
 
+/// Replace the JSON-lines file `path` with `lines` (values re-serialised, unparsed lines kept
+/// byte for byte), atomically and durably as [`write_bytes_atomic`].
+///
+/// # Errors
+/// [`Error::Io`] naming the file.
+pub fn write_jsonl_atomic(path: &Path, lines: &[JsonLine]) -> Result<()> {
+    let mut bytes = Vec::new();
+    for line in lines {
+        match line {
+            JsonLine::Value(v) => {
+                serde_json::to_writer(&mut bytes, v).map_err(|e| Error::io(path, e.into()))?
+            }
+            JsonLine::Unparsed(s) => bytes.extend_from_slice(s.as_bytes()),
+        }
+        bytes.push(b'\n');
+    }
+    write_bytes_atomic(path, &bytes)
+}
+
+/// Remove the file `path` (not through a symlink: a symlink in its place is removed itself).
+///
+/// # Errors
+/// [`Error::Io`] naming the file (an absent file too).
+pub fn remove(path: &Path) -> Result<()> {
+    std::fs::remove_file(path).map_err(|e| Error::io(path, e))
+}
+
 /// [`append_jsonl`] made idempotent for records that move from one file to another:
 /// values whose `message_id` already appears among the last `window` bytes of `path` are not
 /// appended again. A move appends here first and rewrites its source second; a crash between
