@@ -43,6 +43,7 @@ pub mod config;
 pub mod envelope;
 pub mod error;
 pub mod framing;
+pub mod held;
 pub mod ids;
 pub mod inbox;
 pub mod liveness;

@@ -543,19 +543,26 @@ impl Broker {
             return Ok(0);
         };
         // A terminal receipt for every message: its sender learns that it was not delivered.
-        let notices: Vec<super::gate::Notice> = records
+        let notices: Vec<super::receipts::Notice> = records
             .iter()
             .filter_map(Message::from_value)
             .filter(|m| m.receipt.is_none())
             .filter_map(|m| {
                 Some((
                     m.from_session_id.clone()?,
-                    super::gate::receipt(&m, Status::Dropped, RECIPIENT_ENDED),
+                    m.receipt_for(Status::Dropped, RECIPIENT_ENDED),
                 ))
             })
             .collect();
         self.send_notices(notices);
         Ok(records.len())
+    }
+
+    /// Take the inbox lock briefly: lets tests and tools wait for a writer.
+    #[doc(hidden)]
+    pub fn sync_inbox(&self) -> Result<()> {
+        let inbox = self.root().inbox(self.session_id());
+        store::with_locks(&[&inbox], self.lock_timeout(), || Ok(()))
     }
 
     /// The session ended (deleted in OpenCode): unregister as [`Broker::close`] does, then move

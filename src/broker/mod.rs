@@ -8,8 +8,10 @@ pub mod aliases;
 #[cfg(test)]
 mod cache_tests;
 mod gate;
+mod held;
 mod messaging;
 mod pending;
+mod receipts;
 mod rooms;
 
 use std::path::PathBuf;
@@ -32,7 +34,8 @@ use crate::store::root::{resolve_path, RootEnv};
 use crate::store::{self, BrokerRoot};
 use crate::watch::InboxWatcher;
 
-pub use gate::{GateReport, HeldMessage, HeldSelector, PermissionAdvisory};
+pub use crate::held::{HeldMessage, HeldSelector};
+pub use gate::{GateReport, PermissionAdvisory};
 pub use messaging::{AckResult, BroadcastResult, Receipt, SendOptions, Skipped, SweepReport};
 pub use pending::PendingOpened;
 pub use rooms::{RoomInfo, RoomMessage};

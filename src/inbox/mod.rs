@@ -84,6 +84,22 @@ pub struct Message {
 }
 
 impl Message {
+    /// A receipt for this message with `status` and, when not empty, the reason `why`,
+    /// stamped now.
+    pub fn receipt_for(
+        &self,
+        status: crate::receipts::Status,
+        why: &str,
+    ) -> crate::receipts::Receipt {
+        crate::receipts::Receipt {
+            message_id: self.message_id.clone(),
+            status,
+            to_alias: self.to_alias.clone(),
+            reason: (!why.is_empty()).then(|| why.to_string()),
+            ts: crate::time::now_secs(),
+        }
+    }
+
     /// Parse one raw inbox record; `None` for a record of another shape. A message-shaped
     /// record without `message_id` (c2c's room fan-out) gets its [`derived_message_id`].
     pub fn from_value(v: &Value) -> Option<Message> {
