@@ -583,7 +583,7 @@ impl Broker {
         }
         let n = self.dead_letter_inbox(self.session_id())?;
         // An ended session never comes back: its alias is free for new sessions.
-        super::aliases::forget(self.root(), self.session_id(), self.lock_timeout())?;
+        crate::registry::aliases::forget(self.root(), self.session_id(), self.lock_timeout())?;
         self.audit().event(
             "session_ended",
             fields! {"session" => short_hash(self.session_id()), "dead_lettered" => n},

@@ -371,6 +371,26 @@ pub fn summarize(path: &Path) -> Result<Summary> {
     Ok(out)
 }
 
+/// Create `<session_id>.inbox.json` as `[]` under its lock when it does not exist (temp file,
+/// fsync, rename; the caller fsyncs the directory).
+///
+/// # Errors
+/// Lock timeouts, I/O errors, [`crate::Error::StoreCorrupt`] for an existing unreadable inbox. An existing inbox is only read, so a
+/// corrupt one or a symlink in its place is reported as before.
+pub fn ensure(root: &BrokerRoot, session_id: &str, lock_timeout: Duration) -> Result<()> {
+    let inbox = root.inbox(session_id);
+    store::with_locks(
+        &[&inbox],
+        lock_timeout,
+        || match std::fs::symlink_metadata(&inbox) {
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                store::file::replace_durable_file(&inbox, b"[]")
+            }
+            _ => read(&inbox).map(drop),
+        },
+    )
+}
+
 /// Read-modify-write of `session_id`'s inbox under its lock, record by record (see the module
 /// doc): not-understood records are moved aside first, repaired records are written back
 /// repaired (their original bytes kept aside), then `f` gets the remaining records as

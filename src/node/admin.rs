@@ -243,7 +243,7 @@ pub fn list_alias_book(root: String) -> Result<Vec<AliasBookEntry>, JsCode> {
         crate::store::root::RootSource::Explicit,
     )
     .map_err(to_js)?;
-    Ok(crate::broker::aliases::read_book(&r)
+    Ok(crate::registry::aliases::read_book(&r)
         .map_err(to_js)?
         .into_iter()
         .map(|e| AliasBookEntry {

@@ -36,7 +36,7 @@ use crate::error::{Error, Result};
 use crate::ids::{alias_eq, validate_alias};
 
 mod slots;
-pub use slots::{check_alias_reuse, open_slot, stamp_valid_check};
+pub use slots::{open_slot, stamp_valid_check};
 
 /// c2c's default TTL of a slot, in seconds (`C2C_PERMISSION_TTL` unset).
 pub const DEFAULT_TTL_SECS: f64 = 600.0;

@@ -7,9 +7,7 @@ use std::time::Duration;
 use super::{
     add_slot, evaluate, prune_expired, AddRefused, Caps, CheckKind, CheckOutcome, PendingSlot,
 };
-use crate::error::{Error, Result};
-use crate::ids::alias_eq;
-use crate::registry::Registration;
+use crate::error::Result;
 use crate::store::{self, BrokerRoot};
 
 /// Add `slot` (newest first) to the root's pending file under its lock, pruning expired slots
@@ -63,42 +61,4 @@ pub fn stamp_valid_check(
         }
         Ok(((outcome, kind, stamp), stamp))
     })
-}
-
-/// c2c's M4 guard, run inside every register operation: registering `alias` is refused when
-/// an unexpired pending slot has that requester alias (case-insensitive), its requester
-/// session is a different session, and that session is still alive (by its registration in
-/// `regs`; a session with no registration counts as gone). A resolved slot still counts
-/// until it expires, as it does for the caps (see the module doc).
-///
-/// # Errors
-/// [`Error::AliasPending`]; store errors reading the pending file.
-pub fn check_alias_reuse(
-    root: &BrokerRoot,
-    alias: &str,
-    session_id: &str,
-    regs: &[Registration],
-) -> Result<()> {
-    let now = crate::time::now_secs();
-    for slot in store::read_array(&root.pending())?
-        .iter()
-        .filter_map(PendingSlot::from_value)
-    {
-        if !slot.is_active(now)
-            || !alias_eq(&slot.requester_alias, alias)
-            || slot.requester_session_id == session_id
-        {
-            continue;
-        }
-        let owner_alive = regs
-            .iter()
-            .any(|r| r.session_id == slot.requester_session_id && r.is_alive());
-        if owner_alive {
-            return Err(Error::AliasPending {
-                alias: alias.to_string(),
-                owner_session_id: slot.requester_session_id,
-            });
-        }
-    }
-    Ok(())
 }
