@@ -54,7 +54,7 @@ pub mod policy;
 pub mod provenance;
 pub mod receipts;
 pub mod registry;
-pub mod room_meta;
+pub mod rooms;
 pub mod store;
 #[cfg(test)]
 mod testutil;

@@ -33,10 +33,10 @@ use crate::watch::InboxWatcher;
 
 pub use crate::held::{HeldMessage, HeldSelector};
 pub use crate::registry::Peer;
+pub use crate::rooms::{RoomInfo, RoomMessage};
 pub use gate::{GateReport, PermissionAdvisory};
 pub use messaging::{AckResult, BroadcastResult, Receipt, SendOptions, Skipped, SweepReport};
 pub use pending::PendingOpened;
-pub use rooms::{RoomInfo, RoomMessage};
 
 /// Default maximum message size: 16 KiB of UTF-8.
 pub const DEFAULT_MAX_MESSAGE_BYTES: usize = 16 * 1024;
