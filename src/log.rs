@@ -21,7 +21,6 @@ use nix::libc;
 use serde_json::{Map, Value};
 use sha2::{Digest, Sha256};
 
-
 /// c2c's rotation size: 10 MiB.
 pub const DEFAULT_MAX_BYTES: u64 = 10 * 1024 * 1024;
 /// c2c keeps 5 rotated files.

@@ -35,7 +35,9 @@ pub use crate::held::{HeldMessage, HeldSelector};
 pub use crate::registry::Peer;
 pub use crate::rooms::{RoomInfo, RoomMessage};
 pub use gate::{GateReport, PermissionAdvisory};
-pub use messaging::{AckResult, BroadcastResult, Receipt, SendOptions, Skipped, SweepReport};
+pub use messaging::{
+    AckReport, BroadcastReport, SendOptions, SendReceipt, SkippedRecipient, SweepReport,
+};
 pub use pending::PendingOpened;
 
 /// Default maximum message size: 16 KiB of UTF-8.
