@@ -411,7 +411,7 @@ impl Broker {
             .into_iter()
             .filter(|p| !p.is_self)
             .collect();
-        Ok(crate::framing::frame_peer_list(
+        Ok(crate::envelope::frame_peer_list(
             &peers,
             &self.alias,
             own_version,

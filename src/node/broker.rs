@@ -421,7 +421,7 @@ impl JsBroker {
                 .deliver
                 .into_iter()
                 .map(|m| DeliverableMessage {
-                    framed: crate::framing::frame_inbox_message(&m),
+                    framed: crate::envelope::frame_inbox_message(&m),
                     permission_reply: r
                         .advisories
                         .iter()
@@ -459,7 +459,7 @@ impl JsBroker {
     #[napi(catch_unwind)]
     pub fn framed_held(&self) -> Result<String, JsCode> {
         let held = self.inner.held().map_err(to_js)?;
-        Ok(crate::framing::frame_held_listing(
+        Ok(crate::envelope::frame_held_listing(
             &held,
             crate::time::now_secs(),
         ))
@@ -536,7 +536,7 @@ impl JsBroker {
             .inner
             .receipts(limit.unwrap_or(20) as usize)
             .map_err(to_js)?;
-        Ok(crate::framing::frame_receipts(&r))
+        Ok(crate::envelope::frame_receipts(&r))
     }
 
     /// Record that this session asked `supervisors` (aliases) about permission `permId`
