@@ -88,7 +88,7 @@ pub struct OpenOptions {
     /// Per sender→recipient rate limit (default: burst 20, refilled over 60 s).
     pub rate: Option<crate::policy::rate::RateConfig>,
     /// The raw `C2C_PERMISSION_TTL` value to use instead of the process environment's (an
-    /// empty string counts as unset). Read once, here; see [`crate::pending::parse_ttl`] for
+    /// empty string counts as unset). Read once, here; see `crate::pending::parse_ttl` for
     /// how out-of-range and unusable values are treated. Default: the process environment.
     pub permission_ttl_env: Option<String>,
     /// Active pending-reply slots allowed per requester alias (default 16, c2c's). At least 1.
@@ -430,7 +430,7 @@ impl Broker {
             })
     }
 
-    /// Start calling `on_change` (on the root's shared watcher thread, see [`crate::watch`])
+    /// Start calling `on_change` (on the root's shared watcher thread, see `src/watch.rs`)
     /// whenever this session's inbox file changes. Replaces an earlier watch. The watch lasts
     /// until [`Broker::unwatch`] or [`Broker::close`]; dropping an open handle leaves it
     /// running (with the registration) until the process exits.
