@@ -54,7 +54,6 @@
 //! invisible characters removed (`names.rs`).
 
 mod commands;
-mod git_named;
 mod gitconfig;
 mod names;
 pub(crate) mod parse;

@@ -337,8 +337,8 @@ impl<'a> Checker<'a> {
                 continue;
             };
             let dir = file[..file.len().saturating_sub(1)].to_vec();
-            for e in git_named::parse(&text) {
-                for w in git_named::named_words(&e) {
+            for e in gitconfig::parse(&text) {
+                for w in gitconfig::named_words(&e) {
                     let mut bases: Vec<Vec<String>> = vec![dir.clone()];
                     bases.extend(wt.clone());
                     for base in bases {
@@ -366,7 +366,7 @@ impl<'a> Checker<'a> {
                             }
                         }
                     }
-                    if git_named::is_include(&e) && depth < git_named::MAX_INCLUDE_DEPTH {
+                    if gitconfig::is_include(&e) && depth < gitconfig::MAX_INCLUDE_DEPTH {
                         let inc = match w.strip_prefix("~/") {
                             Some(rest) => lexfold(&home, rest),
                             None => lexfold(&dir, &w),
