@@ -3,16 +3,15 @@
 //! continuation lines, includes):
 //!
 //! - [`scan`]: what git read commands obey. A value that names a program or directory by a
-//! a relative path (`core.hooksPath = .githooks`, `core.fsmonitor = scripts/fsmon`,
-//! `diff.external = ./d.sh`) points into the project, where `allow` lets a peer write, so git
-//! would run a file a peer planted. [`relative_program`] finds such a value.
-//!
-//! Read: `/etc/gitconfig`, `$XDG_CONFIG_HOME/git/config` (default `~/.config/git/config`),
-//! `~/.gitconfig`, the repository's `config` (and `config.worktree`, and the common
-//! directory's for a linked worktree), following `include.path` / `includeIf.*.path` up to
-//! 16 files. A file that exists but cannot be read, or an include that cannot be followed,
-//! counts as a finding (fail closed).
-//!
+//!   relative path (`core.hooksPath = .githooks`, `core.fsmonitor = scripts/fsmon`,
+//!   `diff.external = ./d.sh`) points into the project, where `allow` lets a peer write, so
+//!   git would run a file a peer planted; [`scan`] finds such values, and the drivers that run
+//!   a program on contents git produces. It reads `/etc/gitconfig`,
+//!   `$XDG_CONFIG_HOME/git/config` (default `~/.config/git/config`), `~/.gitconfig`, the
+//!   repository's `config` (and `config.worktree`, and the common directory's for a linked
+//!   worktree), following `include.path` / `includeIf.*.path` up to 16 files. A file that
+//!   exists but cannot be read, an include that cannot be followed, or a line git would not
+//!   read counts as a finding (fail closed).
 //! - [`named_words`]: the places the configuration names (red-team G2 finding 8):
 //!   `core.hooksPath` (hooks git runs), `include.path` / `includeIf.*.path` (more
 //!   configuration), `core.fsmonitor`, diff textconv, filters, aliases, editors, ... (programs
