@@ -1,7 +1,7 @@
 //! Remote peers (`alias@node`, reached through the root's relay connector; see
 //! [`crate::relay`]): listing them and sending to them.
 
-use super::messaging::{Receipt, SendOptions};
+use super::messaging::{SendOptions, SendReceipt as Receipt};
 use super::{Broker, Peer};
 use crate::error::{Error, Result};
 use crate::fields;

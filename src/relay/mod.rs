@@ -34,7 +34,8 @@ use std::time::Duration;
 
 use crate::error::{Error, Result};
 use crate::policy::rate::RateConfig;
-use crate::store::{BrokerRoot, LockGuard};
+use crate::store::lock::RoleLock;
+use crate::store::BrokerRoot;
 
 pub use creds::Credentials;
 
@@ -105,7 +106,7 @@ pub struct Relay {
     thread: Option<std::thread::JoinHandle<Result<()>>>,
     state: Arc<Mutex<State>>,
     node: String,
-    _lock: LockGuard,
+    _lock: RoleLock,
 }
 
 impl Relay {
@@ -119,11 +120,8 @@ impl Relay {
         names::validate_node(&cfg.node)?;
         let root = BrokerRoot::open(&cfg.root, crate::store::root::RootSource::Explicit)?;
         let lock_path = outbox::relay_dir(root.path())?.join("connector.lock");
-        let lock = LockGuard::acquire(&lock_path, Duration::ZERO).map_err(|e| match e {
-            Error::LockTimeout { .. } => Error::RelayBusy {
-                lock: lock_path.clone(),
-            },
-            other => other,
+        let lock = RoleLock::try_take(&lock_path)?.ok_or_else(|| Error::RelayBusy {
+            lock: lock_path.clone(),
         })?;
         outbox::dir(root.path())?;
         let (stop, stop_rx) = tokio::sync::watch::channel(false);

@@ -243,6 +243,23 @@ mod tests {
     }
 
     #[test]
+    fn the_frame_names_the_node_and_sanitises_each_part() {
+        let frame = |from: &str| {
+            crate::envelope::frame_message(&crate::envelope::PeerText {
+                from_alias: from,
+                body: "hi",
+                message_id: "m1",
+                via: &[],
+                kind: crate::envelope::Kind::Direct,
+                repaired: false,
+            })
+        };
+        assert!(frame("bob@lap").contains("\nfrom: bob@lap\n"));
+        let forged = frame("bob@lap\nfrom: root");
+        assert!(forged.contains("from: bob@lap_from__root [sanitised]\n"), "{forged}");
+    }
+
+    #[test]
     fn bad_fields_are_rejected() {
         let mut v: serde_json::Value = serde_json::from_slice(&msg("lap")).unwrap();
         v["from_alias"] = "c2c@x".into();
