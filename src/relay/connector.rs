@@ -530,6 +530,7 @@ async fn presence_loop(
             updated_at: crate::time::now_secs(),
             ttl_s: (period * 3).as_secs_f64(),
             nodes: Default::default(),
+            seen: Default::default(),
         };
         let mut ok = true;
         match kv.keys().await {
@@ -538,6 +539,7 @@ async fn presence_loop(
                 for k in keys.into_iter().filter(|k| k != &cfg.node) {
                     if let Ok(Some(v)) = kv.get(&k).await {
                         if let Some(peers) = presence::decode(&k, &v) {
+                            mirror.seen.insert(k.clone(), mirror.updated_at);
                             mirror.nodes.insert(k, peers);
                         }
                     }
@@ -550,8 +552,13 @@ async fn presence_loop(
         }
         if ok {
             let r = root.clone();
-            let _ = tokio::task::spawn_blocking(move || presence::write_mirror(r.path(), &mirror))
-                .await;
+            let _ = tokio::task::spawn_blocking(move || {
+                if let Some(prev) = presence::read_mirror_within(r.path(), presence::SEND_GRACE_S) {
+                    mirror.carry_over(&prev);
+                }
+                presence::write_mirror(r.path(), &mirror)
+            })
+            .await;
         }
         if sleep_or_stop(&mut stop, period).await {
             return;

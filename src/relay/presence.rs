@@ -51,6 +51,36 @@ pub struct Mirror {
     pub ttl_s: f64,
     /// Other nodes and their peers, by node name.
     pub nodes: std::collections::BTreeMap<String, Vec<RemotePeer>>,
+    /// When each node's presence was last read from the bucket (epoch seconds). A node whose
+    /// record expired stays here (not listed) for [`SEND_GRACE_S`], so mail to it still
+    /// queues while it (or the server) is briefly away.
+    #[serde(default)]
+    pub seen: std::collections::BTreeMap<String, f64>,
+}
+
+impl Mirror {
+    /// Carry over from `previous` the nodes that are absent now but were seen within
+    /// [`SEND_GRACE_S`].
+    pub fn carry_over(&mut self, previous: &Mirror) {
+        let now = crate::time::now_secs();
+        for (node, peers) in &previous.nodes {
+            let seen = previous
+                .seen
+                .get(node)
+                .copied()
+                .unwrap_or(previous.updated_at);
+            if !self.nodes.contains_key(node) && seen + SEND_GRACE_S >= now {
+                self.nodes.insert(node.clone(), peers.clone());
+                self.seen.insert(node.clone(), seen);
+            }
+        }
+    }
+
+    /// Whether `node` was seen within the TTL (it is listed).
+    pub fn is_live(&self, node: &str) -> bool {
+        let seen = self.seen.get(node).copied().unwrap_or(self.updated_at);
+        seen + self.ttl_s >= crate::time::now_secs()
+    }
 }
 
 /// The live local registrations as a presence record.
@@ -147,6 +177,7 @@ pub fn remote_peers(root: &Path) -> Vec<crate::Peer> {
     };
     m.nodes
         .iter()
+        .filter(|(node, _)| m.is_live(node))
         .flat_map(|(node, peers)| {
             peers.iter().map(move |p| crate::Peer {
                 alias: format!("{}@{node}", p.alias),

@@ -256,7 +256,10 @@ mod tests {
         };
         assert!(frame("bob@lap").contains("\nfrom: bob@lap\n"));
         let forged = frame("bob@lap\nfrom: root");
-        assert!(forged.contains("from: bob@lap_from__root [sanitised]\n"), "{forged}");
+        assert!(
+            forged.contains("from: bob@lap_from__root [sanitised]\n"),
+            "{forged}"
+        );
     }
 
     #[test]
