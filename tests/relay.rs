@@ -118,7 +118,7 @@ fn two_nodes_exchange_dms_both_ways_and_see_each_others_peers() {
     );
 
     // Receipts travel back: bob's plugin acknowledging delivery reaches amy's receipts.
-    bob.acknowledge(&[r.message_id.clone()], Status::Delivered)
+    bob.acknowledge(std::slice::from_ref(&r.message_id), Status::Delivered)
         .unwrap();
     assert!(wait_until(20, || amy.receipts(50).unwrap().iter().any(
         |x| x.message_id == r.message_id && x.status == Status::Delivered

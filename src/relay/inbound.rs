@@ -95,7 +95,7 @@ pub fn deliver(
                 groups
                     .entry(target.session_id.clone())
                     .or_default()
-                    .push((i, m));
+                    .push((i, *m));
             }
         }
     }

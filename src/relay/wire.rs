@@ -71,7 +71,7 @@ impl Envelope {
         }
     }
 
-    fn from_node(&self) -> &str {
+    fn claimed_node(&self) -> &str {
         match self {
             Envelope::Message { from_node, .. } | Envelope::Receipt { from_node, .. } => from_node,
         }
@@ -82,7 +82,7 @@ impl Envelope {
 #[derive(Debug, Clone, PartialEq)]
 pub enum Inbound {
     /// A message for the local alias `to_alias` (as the sender addressed it).
-    Message(Message),
+    Message(Box<Message>),
     /// A receipt for local session `session_id`.
     Receipt {
         /// The local sender session.
@@ -116,10 +116,10 @@ pub fn decode(payload: &[u8], subject_from: &str, max_bytes: usize) -> Result<In
     let env: Envelope = serde_json::from_slice(payload)
         .map_err(|e| reject(format!("payload is not a relay envelope: {e}")))?;
     validate_node(subject_from)?;
-    if env.from_node() != subject_from {
+    if env.claimed_node() != subject_from {
         return Err(reject(format!(
             "payload claims node {:?} but the server delivered it from node {subject_from:?}",
-            env.from_node().chars().take(40).collect::<String>()
+            env.claimed_node().chars().take(40).collect::<String>()
         )));
     }
     match env {
@@ -150,7 +150,7 @@ pub fn decode(payload: &[u8], subject_from: &str, max_bytes: usize) -> Result<In
             }
             let mut extra = serde_json::Map::new();
             extra.insert("relay_node".into(), subject_from.into());
-            Ok(Inbound::Message(Message {
+            Ok(Inbound::Message(Box::new(Message {
                 from_alias: format!("{from_alias}@{subject_from}"),
                 to_alias,
                 content,
@@ -166,7 +166,7 @@ pub fn decode(payload: &[u8], subject_from: &str, max_bytes: usize) -> Result<In
                 receipt: None,
                 repaired: None,
                 extra,
-            }))
+            })))
         }
         Envelope::Receipt {
             to_session_id,
