@@ -17,6 +17,9 @@
 //! - [`config`]: the plugin options schema and its validation (fail safe).
 //! - [`envelope`]: framing of peer text for the model; permission-reply recognition.
 //! - [`provenance`]: the turn index and `parentID` walk (was this turn peer-triggered?).
+//! - [`opencode`]: the one decoder of OpenCode 1.18.33's wire JSON (events, messages, parts,
+//!   sessions, permission requests) into typed facts; the one "busy" rule. Nothing else
+//!   reads OpenCode's JSON.
 //! - [`policy`]: pure decisions: `peerPermissions`, inbound gating, hop limit, rate limit,
 //!   the fail-closed guardrail.
 //! - [`node`]: napi classes and functions; error-code mapping.
@@ -48,6 +51,7 @@ pub mod inbox;
 pub mod liveness;
 pub mod log;
 pub mod node;
+pub mod opencode;
 pub mod pending;
 pub mod policy;
 pub mod provenance;
