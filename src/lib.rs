@@ -22,6 +22,8 @@
 //!   reads OpenCode's JSON.
 //! - [`policy`]: pure decisions: `peerPermissions`, inbound gating, hop limit, rate limit,
 //!   the fail-closed guardrail.
+//! - [`diagnostics`]: `tracing` for maintainers (`C2C_BRIDGE_LOG`, off by default); not
+//!   `broker.log`, which stays c2c's audit format.
 //! - [`node`]: napi classes and functions; error-code mapping.
 //!
 //! # Terminology
@@ -43,6 +45,7 @@
 
 pub mod broker;
 pub mod config;
+pub mod diagnostics;
 pub mod envelope;
 pub mod error;
 pub mod framing;

@@ -153,6 +153,7 @@ impl Broker {
                     ours.as_deref(),
                     Self::ingress_of(&m),
                 );
+                tracing::debug!(message_id = ?m.message_id, from = ?m.from_alias, ?decision, "inbound gate");
                 match decision {
                     InboundDecision::Accept => {
                         report.deliver.push(m);
@@ -214,6 +215,7 @@ impl Broker {
                         if i < room {
                             held.push(h);
                         } else if let Some(m) = Message::from_value(&h) {
+                            tracing::debug!(message_id = ?m.message_id, "held inbox full: dropped");
                             report.held.retain(|id| id != &m.message_id);
                             report.dropped.push(m.message_id.clone());
                             notices.retain(|(_, r)| r.message_id != m.message_id);
@@ -576,6 +578,7 @@ impl Broker {
             .iter()
             .filter_map(|v| crate::inbox::raw_message_id(v).map(String::from))
             .collect();
+        tracing::debug!(?ids, "released from the held inbox");
         self.audit().event(
             "held_release",
             fields! {"session" => short_hash(self.session_id()), "ids" => ids},
@@ -596,6 +599,12 @@ impl Broker {
             }
         }
         if !ids.is_empty() {
+            tracing::debug!(
+                ?ids,
+                status = status.as_str(),
+                why,
+                "removed from the held inbox"
+            );
             self.audit().event(
                 "held_remove",
                 fields! {"session" => short_hash(self.session_id()), "status" => status.as_str(), "ids" => ids},
@@ -629,6 +638,7 @@ impl Broker {
             .filter_map(|m| Some((m.from_session_id.clone()?, receipt(m, status, ""))))
             .collect();
         self.send_notices(notices);
+        tracing::debug!(ids = ?taken.iter().map(|m| &m.message_id).collect::<Vec<_>>(), status = status.as_str(), "acknowledged");
         Ok(taken.into_iter().map(|m| m.message_id).collect())
     }
 

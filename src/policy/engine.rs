@@ -529,6 +529,7 @@ impl PermissionGate {
                     out.reason = "provenance: message not in the index".into();
                     out.session_id = session_id;
                     out.message_id = Some(message_id);
+                    tracing::debug!(request = req.id, message = ?out.message_id, "turn index miss: need-message");
                     return out;
                 }
                 Lookup::NeedSession(sid) => {
@@ -536,6 +537,7 @@ impl PermissionGate {
                     out.reason = "provenance: session history not in the index".into();
                     out.session_id = sid;
                     out.message_id = None;
+                    tracing::debug!(request = req.id, session = ?out.session_id, "turn index miss: need-session");
                     return out;
                 }
             },
@@ -564,6 +566,11 @@ impl PermissionGate {
                             out.action = Action::NeedMessage;
                             out.reason = "tool arguments not seen".into();
                             out.message_id = Some(m.to_string());
+                            tracing::debug!(
+                                request = req.id,
+                                message = m,
+                                "tool arguments not seen: need-message"
+                            );
                             return out;
                         }
                     }
@@ -614,6 +621,17 @@ impl PermissionGate {
             (action, reason)
         };
         self.answered.first_time(req.id);
+        tracing::debug!(
+            request = req.id,
+            kind = kind.event_type(),
+            permission = ?req.permission,
+            basis = out.basis,
+            mode = self.mode.as_str(),
+            decision = action.as_str(),
+            reason = %reason,
+            category,
+            "permission decision"
+        );
         out.action = action;
         out.reason = reason;
         out.category = category;
