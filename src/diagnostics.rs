@@ -32,6 +32,7 @@
 //! [`set_sink`] wins).
 
 use std::io::Write;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, RwLock};
 
 use tracing_subscriber::layer::SubscriberExt;
@@ -51,6 +52,7 @@ pub type Sink = Arc<dyn Fn(&str) + Send + Sync>;
 static SINK: RwLock<Option<Sink>> = RwLock::new(None);
 static FILTER: OnceLock<reload::Handle<EnvFilter, Registry>> = OnceLock::new();
 static INSTALL: Mutex<()> = Mutex::new(());
+static ON: AtomicBool = AtomicBool::new(false);
 
 /// Send every later line to `sink` instead of stderr; `None`: back to stderr.
 pub fn set_sink(sink: Option<Sink>) {
@@ -80,6 +82,7 @@ pub fn init(filter: &str) -> Result<bool> {
             option: ENV_LOG.to_string(),
             reason: e.to_string(),
         })?;
+        ON.store(!off, Ordering::Relaxed);
         return Ok(!off);
     }
     if off {
@@ -97,18 +100,19 @@ pub fn init(filter: &str) -> Result<bool> {
         return Ok(false);
     }
     let _ = FILTER.set(handle);
+    ON.store(true, Ordering::Relaxed);
     Ok(true)
 }
 
-/// [`init`] with the value of `C2C_BRIDGE_LOG` in the process environment. Unset: `Ok(false)`
-/// and nothing installed.
+/// [`init`] with the value of `C2C_BRIDGE_LOG` in the process environment. Unset: no change
+/// (and nothing installed if nothing was); returns whether diagnostics are on.
 ///
 /// # Errors
 /// As [`init`].
 pub fn init_from_env() -> Result<bool> {
     match std::env::var(ENV_LOG) {
         Ok(v) => init(&v),
-        Err(_) => Ok(false),
+        Err(_) => Ok(ON.load(Ordering::Relaxed)),
     }
 }
 

@@ -38,7 +38,11 @@ fn a_lock_timeout_is_traced_only_when_enabled() {
     let timeout: Vec<_> = got.iter().filter(|l| l.contains("lock timeout")).collect();
     assert_eq!(timeout.len(), 1, "{got:#?}");
     assert!(timeout[0].contains("WARN"), "{}", timeout[0]);
-    assert!(timeout[0].contains("c2c_bridge::store::lock"), "{}", timeout[0]);
+    assert!(
+        timeout[0].contains("c2c_bridge::store::lock"),
+        "{}",
+        timeout[0]
+    );
     assert!(timeout[0].contains("registry.json.lock"), "{}", timeout[0]);
     assert!(
         got.iter().any(|l| l.contains("waiting")),
