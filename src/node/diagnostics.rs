@@ -27,7 +27,7 @@ type SinkCallback =
 #[napi(module_exports)]
 pub fn init_at_load(_exports: Object) {
     if let Err(e) = diagnostics::init_from_env() {
-        eprintln!("c2c-bridge: {e}");
+        eprintln!("c2c-bridge: {e} (ignored)");
     }
 }
 
