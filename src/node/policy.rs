@@ -268,7 +268,7 @@ impl JsPermissionGate {
     )]
     pub fn observe(&mut self, event: Value) {
         if let Some(event) = opencode::decode_event(&event) {
-            self.inner.observe(&event, now_ms());
+            self.inner.observe(event, now_ms());
         }
     }
 
@@ -318,7 +318,7 @@ impl JsPermissionGate {
         ts_args_type = "message: { info: object; parts: object[] }"
     )]
     pub fn feed_message(&mut self, message: Value) {
-        self.inner.feed_message(&FetchedMessage::decode(&message));
+        self.inner.feed_message(FetchedMessage::decode(&message));
     }
 
     /// Answer a `need-session` step with the fetched session info (or null) and all its
@@ -329,7 +329,7 @@ impl JsPermissionGate {
     )]
     pub fn feed_session(&mut self, session: Value, messages: Value) {
         if let Some(fetched) = FetchedSession::decode(&session, &messages) {
-            self.inner.feed_session(&fetched);
+            self.inner.feed_session(fetched);
         }
     }
 }

@@ -389,27 +389,27 @@ impl PermissionGate {
 
     /// Feed one decoded OpenCode event ([`crate::opencode::decode_event`]), stamped `now_ms`
     /// (epoch ms) on receipt.
-    pub fn observe(&mut self, event: &Event, now_ms: EpochMs) {
+    pub fn observe(&mut self, event: Event, now_ms: EpochMs) {
         match event {
-            Event::MessageUpdated(info) => self.index.observe_message(info.clone()),
+            Event::MessageUpdated(info) => self.index.observe_message(info),
             Event::PartUpdated(part) => self.observe_part(part),
             Event::SessionCreated(s) => self
                 .index
                 .observe_session_created(&s.id, s.parent_id.as_deref()),
             Event::SessionUpdated(s) => self.index.observe_session(&s.id, s.parent_id.as_deref()),
             Event::SessionStatus { session_id, busy } => {
-                self.index.observe_status(session_id, *busy, now_ms)
+                self.index.observe_status(&session_id, busy, now_ms)
             }
-            Event::SessionDeleted { session_id } => self.index.forget_session(session_id),
+            Event::SessionDeleted { session_id } => self.index.forget_session(&session_id),
         }
     }
 
     /// Feed one fetched message ([`FetchedMessage`]), answering a `need-message` step.
-    pub fn feed_message(&mut self, message: &FetchedMessage) {
-        if let Some(info) = &message.info {
-            self.index.observe_message(info.clone());
+    pub fn feed_message(&mut self, message: FetchedMessage) {
+        if let Some(info) = message.info {
+            self.index.observe_message(info);
         }
-        for part in &message.parts {
+        for part in message.parts {
             self.observe_part(part);
         }
     }
@@ -417,11 +417,11 @@ impl PermissionGate {
     /// Feed a fetched session and its messages ([`FetchedSession`]), answering a
     /// `need-session` step. When the message list was fetched, the session's history then
     /// counts as complete.
-    pub fn feed_session(&mut self, fetched: &FetchedSession) {
+    pub fn feed_session(&mut self, fetched: FetchedSession) {
         let session = &fetched.session;
         self.index
             .observe_session(&session.id, session.parent_id.as_deref());
-        if let Some(list) = &fetched.messages {
+        if let Some(list) = fetched.messages {
             for m in list {
                 self.feed_message(m);
             }
@@ -429,17 +429,15 @@ impl PermissionGate {
         }
     }
 
-    fn observe_part(&mut self, part: &Part) {
+    fn observe_part(&mut self, part: Part) {
         let (message, session) = (part.message_id.as_str(), part.session_id.as_str());
-        match &part.kind {
+        match part.kind {
             PartKind::CompactionContinue => self
                 .index
                 .observe_compaction_continue_part(message, session),
-            PartKind::PeerText(mark) => {
-                self.index.observe_peer_part(message, session, mark.clone())
-            }
+            PartKind::PeerText(mark) => self.index.observe_peer_part(message, session, mark),
             PartKind::Compaction { auto } => {
-                self.index.observe_compaction_part(message, session, *auto)
+                self.index.observe_compaction_part(message, session, auto)
             }
             PartKind::Tool(tool) => {
                 // A `task` tool part: remember which child session the call ran and when (see
@@ -454,10 +452,10 @@ impl PermissionGate {
                         task.end_ms,
                     );
                 }
-                if let Some(input) = &tool.input {
+                if let Some(input) = tool.input {
                     self.tool_inputs.insert(
                         tool_key(message, &tool.call_id),
-                        input.clone(),
+                        input,
                         TOOL_INPUTS_KEPT,
                     );
                 }

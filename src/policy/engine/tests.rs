@@ -26,7 +26,7 @@ trait RawJson {
 impl RawJson for PermissionGate {
     fn observe_json(&mut self, event: &Value, now_ms: EpochMs) {
         if let Some(e) = opencode::decode_event(event) {
-            self.observe(&e, now_ms);
+            self.observe(e, now_ms);
         }
     }
     fn decide_json(
@@ -41,11 +41,11 @@ impl RawJson for PermissionGate {
         }
     }
     fn feed_message_json(&mut self, message: &Value) {
-        self.feed_message(&opencode::FetchedMessage::decode(message));
+        self.feed_message(opencode::FetchedMessage::decode(message));
     }
     fn feed_session_json(&mut self, session: &Value, messages: &Value) {
         if let Some(f) = opencode::FetchedSession::decode(session, messages) {
-            self.feed_session(&f);
+            self.feed_session(f);
         }
     }
 }
