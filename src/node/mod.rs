@@ -8,6 +8,7 @@
 pub mod admin;
 pub mod broker;
 pub mod config;
+pub mod diagnostics;
 pub mod envelope;
 pub mod error;
 pub mod policy;
