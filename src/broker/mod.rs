@@ -35,7 +35,7 @@ use crate::watch::InboxWatcher;
 pub use gate::{GateReport, HeldMessage, HeldSelector, PermissionAdvisory};
 pub use messaging::{AckResult, BroadcastResult, Receipt, SendOptions, Skipped, SweepReport};
 pub use pending::PendingOpened;
-pub use rooms::{RoomInfo, RoomMessage};
+pub use rooms::{list_rooms_in, RoomInfo, RoomMessage};
 
 /// Default maximum message size: 16 KiB of UTF-8.
 pub const DEFAULT_MAX_MESSAGE_BYTES: usize = 16 * 1024;

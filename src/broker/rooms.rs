@@ -448,47 +448,169 @@ impl Broker {
         Ok(msgs.into_iter().skip(skip).collect())
     }
 
-    /// Every room of the root with its members.
+    /// Every room of the root with its members, as this session may see them
+    /// ([`list_rooms_in`] with this session as the viewer).
     ///
     /// # Errors
     /// [`Error::Closed`], store errors.
     pub fn list_rooms(&self) -> Result<Vec<RoomInfo>> {
         self.check_open()?;
-        let dir = self.root().rooms_dir();
-        let Ok(entries) = std::fs::read_dir(&dir) else {
-            return Ok(Vec::new());
-        };
-        let mut rooms = Vec::new();
-        for e in entries.flatten() {
-            let room_id = e.file_name().to_string_lossy().into_owned();
-            // `file_type` does not follow symlinks: a planted link is not a room.
-            if validate_room_id(&room_id).is_err() || !e.file_type().is_ok_and(|t| t.is_dir()) {
-                continue;
-            }
-            let members = store::read_array(&e.path().join("members.json"))?;
-            let meta = read_meta(&e.path().join("meta.json"))?.unwrap_or_else(RoomMeta::absent);
-            let joined = has_member(&members, self.session_id(), self.alias());
-            // c2c's listing: an invite-only room is hidden from an unrelated session, and
-            // shown without its roster to an invited one.
-            let roster = !meta.visibility.is_restricted() || joined;
-            if !roster && !meta.is_invited(self.alias()) {
-                continue;
-            }
-            rooms.push(RoomInfo {
-                joined,
-                members: if roster {
-                    members
-                        .iter()
-                        .filter_map(|m| m.get("alias").and_then(Value::as_str).map(str::to_string))
-                        .collect()
-                } else {
-                    Vec::new()
-                },
-                visibility: meta.visibility.as_str(),
-                room_id,
-            });
+        list_rooms_in(self.root(), Some((self.session_id(), self.alias())))
+    }
+}
+
+/// Every room of `root` (`rooms/<room_id>/`, sorted by id) with its members, read without a
+/// lock and without changing anything.
+///
+/// `viewer` is the listing session's `(session_id, alias)`: c2c's listing rule applies (an
+/// invite-only room is hidden from an unrelated session and shown without its roster to an
+/// invited one) and `joined` says whether it is a member. `None` is the operator at this
+/// machine (the CLI without a session, who can read the files anyway): every room with its
+/// roster, `joined` false. A `rooms` that is a symlink or not a directory is refused; an
+/// entry of `rooms/` that is a symlink or not a valid room id is not a room.
+///
+/// # Errors
+/// [`Error::RootInsecure`] (`rooms` is a symlink or a file), [`Error::StoreCorrupt`] (a
+/// `members.json` or `meta.json` that cannot be read), [`Error::Io`].
+pub fn list_rooms_in(
+    root: &crate::store::BrokerRoot,
+    viewer: Option<(&str, &str)>,
+) -> Result<Vec<RoomInfo>> {
+    let dir = root.rooms_dir();
+    match std::fs::symlink_metadata(&dir) {
+        Ok(m) if m.is_dir() => {}
+        Ok(_) => {
+            return Err(Error::RootInsecure {
+                path: dir,
+                reason: "it is a symlink or not a directory; c2c-bridge never follows it".into(),
+            })
         }
-        rooms.sort_by(|a, b| a.room_id.cmp(&b.room_id));
-        Ok(rooms)
+        Err(_) => return Ok(Vec::new()),
+    }
+    let Ok(entries) = std::fs::read_dir(&dir) else {
+        return Ok(Vec::new());
+    };
+    let mut rooms = Vec::new();
+    for e in entries.flatten() {
+        let room_id = e.file_name().to_string_lossy().into_owned();
+        // `file_type` does not follow symlinks: a planted link is not a room.
+        if validate_room_id(&room_id).is_err() || !e.file_type().is_ok_and(|t| t.is_dir()) {
+            continue;
+        }
+        let members = store::read_array(&e.path().join("members.json"))?;
+        let meta = read_meta(&e.path().join("meta.json"))?.unwrap_or_else(RoomMeta::absent);
+        let (joined, roster) = match viewer {
+            Some((session_id, alias)) => {
+                let joined = has_member(&members, session_id, alias);
+                // c2c's listing: an invite-only room is hidden from an unrelated session, and
+                // shown without its roster to an invited one.
+                let roster = !meta.visibility.is_restricted() || joined;
+                if !roster && !meta.is_invited(alias) {
+                    continue;
+                }
+                (joined, roster)
+            }
+            None => (false, true),
+        };
+        rooms.push(RoomInfo {
+            joined,
+            members: if roster {
+                members
+                    .iter()
+                    .filter_map(|m| m.get("alias").and_then(Value::as_str).map(str::to_string))
+                    .collect()
+            } else {
+                Vec::new()
+            },
+            visibility: meta.visibility.as_str(),
+            room_id,
+        });
+    }
+    rooms.sort_by(|a, b| a.room_id.cmp(&b.room_id));
+    Ok(rooms)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::root::RootSource;
+    use crate::store::BrokerRoot;
+
+    fn room(root: &Path, id: &str, members: &str, meta: Option<&str>) {
+        let d = root.join("rooms").join(id);
+        std::fs::create_dir_all(&d).unwrap();
+        std::fs::write(d.join("members.json"), members).unwrap();
+        if let Some(m) = meta {
+            std::fs::write(d.join("meta.json"), m).unwrap();
+        }
+    }
+
+    #[test]
+    fn the_operator_sees_every_room_a_session_sees_c2cs_listing() {
+        let dir = crate::testutil::private_tempdir();
+        let root = BrokerRoot::open(dir.path(), RootSource::Explicit).unwrap();
+        assert_eq!(list_rooms_in(&root, None).unwrap(), vec![]);
+        room(
+            dir.path(),
+            "dev",
+            r#"[{"alias":"alice","session_id":"s-a"}]"#,
+            None,
+        );
+        room(
+            dir.path(),
+            "ops",
+            r#"[{"alias":"bob","session_id":"s-b"}]"#,
+            Some(r#"{"visibility":"invite_only","invited_members":["carol"]}"#),
+        );
+        // not rooms: a bad id, a symlink
+        std::fs::create_dir_all(dir.path().join("rooms").join("bad id")).unwrap();
+        std::os::unix::fs::symlink(dir.path().join("rooms/dev"), dir.path().join("rooms/link"))
+            .unwrap();
+
+        let all = list_rooms_in(&root, None).unwrap();
+        let view = |r: &[RoomInfo]| {
+            r.iter()
+                .map(|r| (r.room_id.clone(), r.members.clone(), r.joined, r.visibility))
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(
+            view(&all),
+            vec![
+                ("dev".into(), vec!["alice".to_string()], false, "public"),
+                ("ops".into(), vec!["bob".to_string()], false, "invite_only"),
+            ]
+        );
+        // alice: member of dev, ops hidden; carol: invited to ops, no roster; bob: member
+        let alice = list_rooms_in(&root, Some(("s-a", "alice"))).unwrap();
+        assert_eq!(
+            view(&alice),
+            vec![("dev".into(), vec!["alice".to_string()], true, "public")]
+        );
+        let carol = list_rooms_in(&root, Some(("s-c", "carol"))).unwrap();
+        assert_eq!(carol[1].members, Vec::<String>::new());
+        assert!(!carol[1].joined);
+        let bob = list_rooms_in(&root, Some(("s-b", "BOB"))).unwrap();
+        assert_eq!(
+            view(&bob)[1],
+            ("ops".into(), vec!["bob".to_string()], true, "invite_only")
+        );
+    }
+
+    #[test]
+    fn a_rooms_symlink_is_refused_and_a_corrupt_roster_reported() {
+        let dir = crate::testutil::private_tempdir();
+        let root = BrokerRoot::open(dir.path(), RootSource::Explicit).unwrap();
+        let elsewhere = crate::testutil::private_tempdir();
+        std::os::unix::fs::symlink(elsewhere.path(), dir.path().join("rooms")).unwrap();
+        assert!(matches!(
+            list_rooms_in(&root, None),
+            Err(Error::RootInsecure { .. })
+        ));
+        std::fs::remove_file(dir.path().join("rooms")).unwrap();
+        room(dir.path(), "dev", "not json", None);
+        assert!(matches!(
+            list_rooms_in(&root, None),
+            Err(Error::StoreCorrupt { .. })
+        ));
     }
 }

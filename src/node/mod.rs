@@ -10,6 +10,7 @@ pub mod broker;
 pub mod config;
 pub mod envelope;
 pub mod error;
+pub mod inspect;
 pub mod policy;
 pub mod types;
 pub mod verdict;

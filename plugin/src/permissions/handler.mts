@@ -16,6 +16,7 @@
 import type { HostEvent } from "../host.mjs";
 import type { History } from "../history.mjs";
 import type { PermissionKind, Reply } from "./reply.mjs";
+import { permissionKind } from "../events.mjs";
 
 /** The gate's answer (the addon's `PermissionDecision`). */
 export interface GateDecision {
@@ -56,13 +57,6 @@ export interface PermissionHandlerDeps {
 
 /** The most need-* rounds per request (each item is asked for at most once by the gate). */
 const MAX_ROUNDS = 16;
-
-/** The event types this handler takes, with the gate's kind for each. */
-export function permissionKind(type: string): PermissionKind | undefined {
-  if (type === "permission.asked") return "asked";
-  if (type === "permission.v2.asked") return "v2";
-  return undefined;
-}
 
 /** Handles permission events for one plugin instance. */
 export class PermissionHandler {
