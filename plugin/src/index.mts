@@ -18,7 +18,7 @@ import { claimDirectory, type Claim, type Served } from "./instances.mjs";
 import { createLogger, safe, type Logger } from "./log.mjs";
 import { describeModes, type Modes } from "./modes.mjs";
 import { plainEnv, readOptions, reportOptionErrors } from "./options.mjs";
-import { PermissionHandler, type Gate } from "./permissions/handler.mjs";
+import { PermissionHandler } from "./permissions/handler.mjs";
 import { makeReply } from "./permissions/reply.mjs";
 import { Sessions } from "./sessions.mjs";
 import { makeTools } from "./tools.mjs";
@@ -281,7 +281,7 @@ function startInstance(
   const history = makeHistory(client);
   const permissions = gate
     ? new PermissionHandler({
-        gate: gate as Gate,
+        gate,
         history,
         reply: makeReply(client, input.serverUrl, input.directory),
         async owns(sid) {

@@ -15,29 +15,16 @@
  */
 import type { HostEvent } from "../host.mjs";
 import type { History } from "../history.mjs";
+import type { PermissionDecision } from "../../../index.js";
+import type { Addon } from "../addon.mjs";
 import type { PermissionKind, Reply } from "./reply.mjs";
 import { permissionKind } from "../events.mjs";
 
-/** The gate's answer (the addon's `PermissionDecision`). */
-export interface GateDecision {
-  action: "once" | "reject" | "leave" | "need-message" | "need-session" | "duplicate";
-  reason: string;
-  requestId: string;
-  sessionId: string;
-  messageId?: string | null;
-  category?: string | null;
-  guardrailReason?: string | null;
-  peerMessageId?: string | null;
-  from?: string | null;
-  basis?: string | null;
-}
+/** The gate's answer: the addon's `PermissionDecision` (generated index.d.ts). */
+export type GateDecision = PermissionDecision;
 
-/** What the handler needs of the addon's `PermissionGate`. */
-export interface Gate {
-  decide(kind: PermissionKind, request: object, toolInput?: object | null): GateDecision;
-  feedMessage(message: { info: object; parts: object[] }): void;
-  feedSession(session: object | null, messages: object[] | null): void;
-}
+/** What the handler needs of the addon's `PermissionGate` (generated index.d.ts). */
+export type Gate = Pick<InstanceType<Addon["PermissionGate"]>, "decide" | "feedMessage" | "feedSession">;
 
 /** Dependencies of {@link PermissionHandler}. */
 export interface PermissionHandlerDeps {
