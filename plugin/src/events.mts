@@ -8,6 +8,7 @@
  * it needs is handed over raw and decoded there.)
  */
 import type { HostEvent, HostMessage, HostPart, HostSession } from "./host.mjs";
+import { permissionKind } from "./permissions/handler.mjs";
 import type { PermissionKind } from "./permissions/reply.mjs";
 
 /** What one OpenCode event means to the plugin. */
@@ -66,12 +67,7 @@ export function isPeerPart(part: { metadata?: unknown } | undefined | null): boo
   return Boolean((part?.metadata as { peerMessage?: unknown } | undefined)?.peerMessage);
 }
 
-/** The permission request events of OpenCode 1.18.33: `permission.asked` (classic) and `permission.v2.asked`. */
-export function permissionKind(type: string): PermissionKind | undefined {
-  if (type === "permission.asked") return "asked";
-  if (type === "permission.v2.asked") return "v2";
-  return undefined;
-}
+export { permissionKind };
 
 const str = (v: unknown): string | undefined => (typeof v === "string" && v !== "" ? v : undefined);
 

@@ -18,7 +18,6 @@ import type { History } from "../history.mjs";
 import type { PermissionDecision } from "../../../index.js";
 import type { Addon } from "../addon.mjs";
 import type { PermissionKind, Reply } from "./reply.mjs";
-import { permissionKind } from "../events.mjs";
 
 /** The gate's answer: the addon's `PermissionDecision` (generated index.d.ts). */
 export type GateDecision = PermissionDecision;
@@ -44,6 +43,17 @@ export interface PermissionHandlerDeps {
 
 /** The most need-* rounds per request (each item is asked for at most once by the gate). */
 const MAX_ROUNDS = 16;
+
+/**
+ * The permission request events of OpenCode 1.18.33, with the gate's kind for each:
+ * `permission.asked` (classic) and `permission.v2.asked`. (The plugin's event decoder,
+ * events.mts, routes them here by this function.)
+ */
+export function permissionKind(type: string): PermissionKind | undefined {
+  if (type === "permission.asked") return "asked";
+  if (type === "permission.v2.asked") return "v2";
+  return undefined;
+}
 
 /** Handles permission events for one plugin instance. */
 export class PermissionHandler {
