@@ -1,6 +1,6 @@
-//! Read-only inspection of a root's inboxes and dead letters for `c2c-bridge doctor`: what each
-//! `<session_id>.inbox.json` holds and how many messages wait in `dead-letter.jsonl`. Nothing
-//! is locked, moved, repaired or copied aside (a file that is not a JSON array is reported,
+//! Read-only inspection of a root's inboxes for `c2c-bridge doctor`: what each
+//! `<session_id>.inbox.json` holds (the dead letter's count is [`super::dead_letter::count`]).
+//! Nothing is locked, moved, repaired or copied aside (a file that is not a JSON array is reported,
 //! not quarantined: that is the next writer's job).
 
 use serde_json::Value;
@@ -80,28 +80,6 @@ fn inspect_one(root: &BrokerRoot, session_id: &str) -> (u64, std::result::Result
     (size, summary.map_err(|e| format!("unreadable: {e}")))
 }
 
-/// The number of messages waiting in `dead-letter.jsonl` for their sessions to come back (its
-/// non-blank lines); `None` when the file is absent.
-///
-/// # Errors
-/// [`Error::RootInsecure`] when it is a symlink or not a regular file (never followed);
-/// [`Error::Io`] when it cannot be read.
-pub fn count_dead_letters(root: &BrokerRoot) -> Result<Option<usize>> {
-    let path = root.dead_letter();
-    match std::fs::symlink_metadata(&path) {
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-        Err(e) => return Err(Error::io(&path, e)),
-        Ok(m) if !m.is_file() => {
-            return Err(Error::RootInsecure {
-                path,
-                reason: "it is a symlink or not a regular file; c2c-bridge never follows it".into(),
-            })
-        }
-        Ok(_) => {}
-    }
-    Ok(Some(store::file::read_jsonl(&path)?.len()))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -145,20 +123,5 @@ mod tests {
             std::fs::read_to_string(p.join("s-b.inbox.json")).unwrap(),
             "garbage"
         );
-    }
-
-    #[test]
-    fn dead_letters_are_counted_and_a_symlink_refused() {
-        let dir = crate::testutil::private_tempdir();
-        let root = BrokerRoot::open(dir.path(), RootSource::Explicit).unwrap();
-        assert_eq!(count_dead_letters(&root).unwrap(), None);
-        std::fs::write(root.dead_letter(), "{\"a\":1}\n\nnot json\n").unwrap();
-        assert_eq!(count_dead_letters(&root).unwrap(), Some(2));
-        std::fs::remove_file(root.dead_letter()).unwrap();
-        std::os::unix::fs::symlink(dir.path().join("x"), root.dead_letter()).unwrap();
-        assert!(matches!(
-            count_dead_letters(&root),
-            Err(Error::RootInsecure { .. })
-        ));
     }
 }

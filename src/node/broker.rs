@@ -325,8 +325,8 @@ impl JsBroker {
     ) -> Result<(), JsCode> {
         let o = options.unwrap_or_default();
         let visibility = match o.visibility.as_deref() {
-            None => crate::room_meta::Visibility::Public,
-            Some(v) => crate::room_meta::Visibility::parse_option(v)
+            None => crate::rooms::Visibility::Public,
+            Some(v) => crate::rooms::Visibility::parse_option(v)
                 .ok_or_else(|| bad_option("visibility", "\"public\" or \"invite_only\""))?,
         };
         self.inner

@@ -21,7 +21,7 @@ fn open_existing(root: &str) -> Result<BrokerRoot, JsCode> {
 #[napi(catch_unwind)]
 pub fn list_rooms_at(root: String) -> Result<Vec<Room>, JsCode> {
     let r = open_existing(&root)?;
-    Ok(crate::broker::list_rooms_in(&r, None)
+    Ok(crate::rooms::listing::list_all(&r)
         .map_err(to_js)?
         .into_iter()
         .map(Into::into)
@@ -88,7 +88,7 @@ pub fn inspect_inboxes(root: String) -> Result<Vec<InboxFileReport>, JsCode> {
 #[napi(catch_unwind)]
 pub fn count_dead_letters(root: String) -> Result<Option<u32>, JsCode> {
     let r = open_existing(&root)?;
-    Ok(crate::inbox::count_dead_letters(&r)
+    Ok(crate::inbox::dead_letter::count(&r)
         .map_err(to_js)?
         .map(|n| n as u32))
 }
