@@ -42,7 +42,6 @@ pub mod broker;
 pub mod config;
 pub mod envelope;
 pub mod error;
-pub mod framing;
 pub mod held;
 pub mod ids;
 pub mod inbox;

@@ -35,7 +35,9 @@ pub use crate::held::{HeldMessage, HeldSelector};
 pub use crate::registry::Peer;
 pub use crate::rooms::{RoomInfo, RoomMessage};
 pub use gate::{GateReport, PermissionAdvisory};
-pub use messaging::{AckResult, BroadcastResult, Receipt, SendOptions, Skipped, SweepReport};
+pub use messaging::{
+    AckReport, BroadcastReport, SendOptions, SendReceipt, SkippedRecipient, SweepReport,
+};
 pub use pending::PendingOpened;
 
 /// Default maximum message size: 16 KiB of UTF-8.
@@ -409,7 +411,7 @@ impl Broker {
             .into_iter()
             .filter(|p| !p.is_self)
             .collect();
-        Ok(crate::framing::frame_peer_list(
+        Ok(crate::envelope::frame_peer_list(
             &peers,
             &self.alias,
             own_version,

@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use napi_derive::napi;
 
 use super::error::{to_js, JsCode};
-use super::types::PeerInfo;
+use super::types::Peer;
 use crate::store::root::{resolve_path, RootEnv};
 use crate::store::BrokerRoot;
 use napi::Result;
@@ -81,7 +81,7 @@ pub fn check_root(root: String) -> Result<String, JsCode> {
 /// Every registration of `root` with liveness (`isSelf` is always false here).
 /// Errors: `E_ROOT_INSECURE`, `E_STORE_CORRUPT`, `E_IO`.
 #[napi(catch_unwind)]
-pub fn list_registrations(root: String) -> Result<Vec<PeerInfo>, JsCode> {
+pub fn list_registrations(root: String) -> Result<Vec<Peer>, JsCode> {
     let r = BrokerRoot::open_existing(
         std::path::Path::new(&root),
         crate::store::root::RootSource::Explicit,
@@ -90,7 +90,7 @@ pub fn list_registrations(root: String) -> Result<Vec<PeerInfo>, JsCode> {
     let regs = crate::registry::parse_all(&crate::store::read_array(&r.registry()).map_err(to_js)?);
     Ok(regs
         .into_iter()
-        .map(|reg| PeerInfo {
+        .map(|reg| Peer {
             alive: reg.is_alive(),
             alias: reg.alias,
             session_id: reg.session_id,
