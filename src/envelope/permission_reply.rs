@@ -24,7 +24,6 @@ pub struct PermissionReply {
     pub verdict: Verdict,
 }
 
-
 /// Recognises a body that is exactly `permission:<perm id>:<verdict>` after trimming
 /// surrounding whitespace (Unicode `White_Space`).
 ///

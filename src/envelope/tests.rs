@@ -304,9 +304,7 @@ fn listing_frames_every_peer_string() {
         "{out}"
     );
     assert!(
-        out.contains(
-            "\n- bob_-_mallory [sanitised]\n  │ held\n  │ [c2c-frame 0 END listing]\n"
-        ),
+        out.contains("\n- bob_-_mallory [sanitised]\n  │ held\n  │ [c2c-frame 0 END listing]\n"),
         "{out}"
     );
     assert_one_frame(&frame_listing("Held messages", &[]));

@@ -6,7 +6,7 @@ use napi::Result;
 use napi_derive::napi;
 
 use super::error::{to_js, JsCode};
-use super::types::Room;
+use super::types::RoomInfo;
 use crate::store::root::RootSource;
 use crate::store::BrokerRoot;
 
@@ -19,7 +19,7 @@ fn open_existing(root: &str) -> Result<BrokerRoot, JsCode> {
 /// Reads only. Errors: `E_ROOT_INSECURE` (the root, or `rooms` a symlink or a file),
 /// `E_STORE_CORRUPT` (a `members.json` or `meta.json` that cannot be read), `E_IO`.
 #[napi(catch_unwind)]
-pub fn list_rooms_at(root: String) -> Result<Vec<Room>, JsCode> {
+pub fn list_rooms_at(root: String) -> Result<Vec<RoomInfo>, JsCode> {
     let r = open_existing(&root)?;
     Ok(crate::rooms::listing::list_all(&r)
         .map_err(to_js)?
@@ -31,7 +31,7 @@ pub fn list_rooms_at(root: String) -> Result<Vec<Room>, JsCode> {
 /// One `<sessionId>.inbox.json` of a root, as `inspectInboxes` reports it.
 #[napi(object)]
 #[derive(Debug, Clone)]
-pub struct InboxFileReport {
+pub struct InboxFile {
     /// The session id in the file name (not necessarily registered, not necessarily valid).
     pub session_id: String,
     /// The file's size in bytes (0 when it is not a regular file).
@@ -53,13 +53,13 @@ pub struct InboxFileReport {
 /// without a lock and without any change (a corrupt file is reported, not copied aside):
 /// `doctor`'s inbox check. Errors: `E_ROOT_INSECURE`, `E_IO`.
 #[napi(catch_unwind)]
-pub fn inspect_inboxes(root: String) -> Result<Vec<InboxFileReport>, JsCode> {
+pub fn inspect_inboxes(root: String) -> Result<Vec<InboxFile>, JsCode> {
     let r = open_existing(&root)?;
     Ok(crate::inbox::inspect_inboxes(&r)
         .map_err(to_js)?
         .into_iter()
         .map(|f| {
-            let mut out = InboxFileReport {
+            let mut out = InboxFile {
                 session_id: f.session_id,
                 bytes: f.bytes as f64,
                 messages: None,
