@@ -535,7 +535,7 @@ export interface InboxChange {
 }
 
 /** One `<sessionId>.inbox.json` of a root, as `inspectInboxes` reports it. */
-export interface InboxFileReport {
+export interface InboxFile {
   /** The session id in the file name (not necessarily registered, not necessarily valid). */
   sessionId: string
   /** The file's size in bytes (0 when it is not a regular file). */
@@ -617,7 +617,7 @@ export declare function inspectInbox(root: string, sessionId: string): InboxSumm
  * without a lock and without any change (a corrupt file is reported, not copied aside):
  * `doctor`'s inbox check. Errors: `E_ROOT_INSECURE`, `E_IO`.
  */
-export declare function inspectInboxes(root: string): Array<InboxFileReport>
+export declare function inspectInboxes(root: string): Array<InboxFile>
 
 /**
  * Whether a registration runs another c2c-bridge plugin version than `ownVersion`: an OpenCode
@@ -645,7 +645,7 @@ export declare function listRegistrations(root: string): Array<Peer>
  * Reads only. Errors: `E_ROOT_INSECURE` (the root, or `rooms` a symlink or a file),
  * `E_STORE_CORRUPT` (a `members.json` or `meta.json` that cannot be read), `E_IO`.
  */
-export declare function listRoomsAt(root: string): Array<Room>
+export declare function listRoomsAt(root: string): Array<RoomInfo>
 
 /**
  * Registry records that name an alias but cannot be read as registrations (e.g. a string

@@ -27,7 +27,7 @@ function codeAndMessage(e) {
  */
 function doctor({ addon, values, term: { safe } }) {
   const loc = locateRoot(addon, values);
-  /** @type {{ root: object, permissions: object | null, lock: object | null, registrations: import('../../index.js').PeerInfo[], unreadableRegistrations?: import('../../index.js').UnreadableRegistration[], inboxes: Array<Record<string, unknown>>, deadLetter: { present: boolean, lines: number | null }, problems: string[] }} */
+  /** @type {{ root: object, permissions: object | null, lock: object | null, registrations: import('../../index.js').Peer[], unreadableRegistrations?: import('../../index.js').UnreadableRegistration[], inboxes: Array<Record<string, unknown>>, deadLetter: { present: boolean, lines: number | null }, problems: string[] }} */
   const report = {
     root: { path: loc.path, source: loc.source, exists: loc.exists, reason: loc.reason },
     permissions: null,
