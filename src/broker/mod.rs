@@ -12,6 +12,7 @@ mod messaging;
 mod pending;
 mod receipts;
 mod rooms;
+mod sweep;
 
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -35,10 +36,9 @@ pub use crate::held::{HeldMessage, HeldSelector};
 pub use crate::registry::Peer;
 pub use crate::rooms::{RoomInfo, RoomMessage};
 pub use gate::{GateReport, PermissionAdvisory};
-pub use messaging::{
-    AckReport, BroadcastReport, SendOptions, SendReceipt, SkippedRecipient, SweepReport,
-};
+pub use messaging::{AckReport, BroadcastReport, SendOptions, SendReceipt, SkippedRecipient};
 pub use pending::PendingOpened;
+pub use sweep::{SweepReport, RECIPIENT_ENDED};
 
 /// Default maximum message size: 16 KiB of UTF-8.
 pub const DEFAULT_MAX_MESSAGE_BYTES: usize = 16 * 1024;
@@ -88,7 +88,7 @@ pub struct OpenOptions {
     /// Per sender→recipient rate limit (default: burst 20, refilled over 60 s).
     pub rate: Option<crate::policy::rate::RateConfig>,
     /// The raw `C2C_PERMISSION_TTL` value to use instead of the process environment's (an
-    /// empty string counts as unset). Read once, here; see [`crate::pending::parse_ttl`] for
+    /// empty string counts as unset). Read once, here; see `crate::pending::parse_ttl` for
     /// how out-of-range and unusable values are treated. Default: the process environment.
     pub permission_ttl_env: Option<String>,
     /// Active pending-reply slots allowed per requester alias (default 16, c2c's). At least 1.
@@ -283,7 +283,7 @@ impl Broker {
             let inbox = crate::inbox::ensure(&root, &opts.session_id, lock_timeout);
             store::file::sync_dir(root.path())?;
             inbox?;
-            messaging::rescue_dead_letters(&root, &opts.session_id, lock_timeout, &log)?;
+            sweep::rescue_dead_letters(&root, &opts.session_id, lock_timeout, &log)?;
             alias
         };
 
@@ -430,7 +430,7 @@ impl Broker {
             })
     }
 
-    /// Start calling `on_change` (on the root's shared watcher thread, see [`crate::watch`])
+    /// Start calling `on_change` (on the root's shared watcher thread, see `src/watch.rs`)
     /// whenever this session's inbox file changes. Replaces an earlier watch. The watch lasts
     /// until [`Broker::unwatch`] or [`Broker::close`]; dropping an open handle leaves it
     /// running (with the registration) until the process exits.

@@ -62,8 +62,8 @@
 //! nothing in this crate turns message text into a permission reply (DESIGN.md, "Message text
 //! is never an input").
 
-mod frames;
-mod permission_reply;
+pub mod frames;
+pub mod permission_reply;
 
 pub use frames::{frame_held_listing, frame_inbox_message, frame_peer_list, frame_receipts};
 pub use permission_reply::{parse_permission_reply, PermissionReply, Verdict};
@@ -424,7 +424,7 @@ fn push_value(out: &mut String, value: &str) {
 }
 
 /// Peer text for a terminal (the CLI's `held`, `inbox`, peer lists): exactly the characters
-/// a frame escapes ([`needs_escape`]: controls, Unicode format characters (Cf) such as tag
+/// a frame escapes (`needs_escape`: controls, Unicode format characters (Cf) such as tag
 /// characters, zero-width characters, word joiner, BOM and soft hyphen, line separators,
 /// non-characters, invisible fillers) are shown as escapes: `\t`, `\r`, `\b`, `\f`, `\v`,
 /// `\e` (ESC), `\xNN` below U+0100, `\uXXXX` in the BMP, `\u{XXXXX}` above. `\n` is kept
@@ -457,7 +457,7 @@ pub fn escape_for_terminal(text: &str, keep_newlines: bool) -> String {
     out
 }
 
-/// JSON text (e.g. `JSON.stringify` output) with every character [`needs_escape`] names
+/// JSON text (e.g. `JSON.stringify` output) with every character `needs_escape` names
 /// written as JSON `\uXXXX` escapes (UTF-16 units; still the same JSON value). Controls below
 /// U+0020 are already escaped by any JSON writer and are left as they are.
 pub fn escape_json_text(json: &str) -> String {
