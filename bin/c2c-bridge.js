@@ -47,7 +47,8 @@ Commands:
   receipts [--limit N]   The outcome of the last N (default 50) messages the current session
                          sent: delivered, held, refused, expired, dropped, duplicate,
                          rate_limited.
-  rooms                  List rooms and their members.
+  rooms                  List rooms and their members: as the current session (c2c's listing
+                         rule) when one is given, else every room of the root.
   log [--limit N]        Show the last N (default 50) entries of broker.log.
   doctor                 Check the broker root: location and source, mode and owner, lock
                          health, registrations and liveness, queued messages per session,
