@@ -35,13 +35,19 @@ pub(super) async fn connect_pub(
     connect(cfg, stop).await
 }
 
-/// Connect, retrying while the server is unreachable (until `stop`); refused credentials
-/// end it at once.
+/// How long the initial connect keeps retrying an unreachable server before it gives up
+/// (the caller — a service manager, the CLI user — starts again later). Once connected, the
+/// client reconnects by itself for as long as the connector runs.
+pub const INITIAL_CONNECT_WAIT: Duration = Duration::from_secs(10);
+
+/// Connect, retrying while the server is unreachable (until `stop`, at most
+/// [`INITIAL_CONNECT_WAIT`]); refused credentials end it at once.
 async fn connect(
     cfg: &RelayConfig,
     stop: &mut watch::Receiver<bool>,
 ) -> Result<async_nats::Client> {
     let mut delay = Duration::from_millis(200);
+    let give_up = tokio::time::Instant::now() + INITIAL_CONNECT_WAIT;
     loop {
         let mut opts = async_nats::ConnectOptions::new()
             .name(format!("c2c-bridge relay {}", cfg.node))
@@ -70,11 +76,20 @@ async fn connect(
                 }
             }
         }
+        if tokio::time::Instant::now() + delay > give_up {
+            return Err(Error::Relay {
+                reason: format!(
+                    "cannot reach the NATS server at {} within {} s",
+                    redact_url(&cfg.url),
+                    INITIAL_CONNECT_WAIT.as_secs()
+                ),
+            });
+        }
         tokio::select! {
             _ = tokio::time::sleep(delay) => {}
             _ = stop.changed() => return Err(Error::Closed),
         }
-        delay = (delay * 2).min(Duration::from_secs(5));
+        delay = (delay * 2).min(Duration::from_secs(2));
     }
 }
 
