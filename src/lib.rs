@@ -1,11 +1,14 @@
 //! c2c-bridge: an in-process c2c broker core for OpenCode sessions.
 //!
 //! Everything in this crate except [`node`] is pure Rust: it knows nothing about Node-API,
-//! OpenCode's SDK or JavaScript. `src/node/` is the only module that uses napi.
+//! OpenCode's SDK or JavaScript. `src/node/` is the only module that uses napi, and
+//! [`opencode`] the only one that reads OpenCode's wire JSON.
 //!
 //! # Layout (dependency order, bottom first)
 //!
 //! - [`error`]: the one core error enum, each variant with a stable code.
+//! - [`diagnostics`]: `tracing` for maintainers (`C2C_BRIDGE_LOG`, off by default); not
+//!   `broker.log`, which stays c2c's audit format.
 //! - [`time`], [`ids`], [`liveness`]: units, id validation, c2c's pid + start-time rule.
 //! - [`store`]: the broker root (resolution, permission checks), OFD locks on `X.lock`
 //!   sidecars, atomic JSON files, JSON-lines appends.
@@ -22,8 +25,6 @@
 //!   reads OpenCode's JSON.
 //! - [`policy`]: pure decisions: `peerPermissions`, inbound gating, hop limit, rate limit,
 //!   the fail-closed guardrail.
-//! - [`diagnostics`]: `tracing` for maintainers (`C2C_BRIDGE_LOG`, off by default); not
-//!   `broker.log`, which stays c2c's audit format.
 //! - [`node`]: napi classes and functions; error-code mapping.
 //!
 //! # Terminology
@@ -40,6 +41,8 @@
 //! - **envelope**: the frame around peer text shown to a model.
 //! - **perm id** (`perm_id`): the id of a permission request a pending-reply slot tracks.
 //! - **supervisor**: an alias allowed to answer a pending-reply slot (advisory only).
+//! - **busy** (a session): its OpenCode status `type` is anything but `"idle"` (`retry`
+//!   included); `session.idle` means not busy ([`opencode::is_busy_status`]).
 //! - **via**: the hop list of session ids a message (or the chain of turns that wrote it) has
 //!   passed through.
 

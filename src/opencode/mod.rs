@@ -3,8 +3,8 @@
 //! typed facts out. Nothing else in the core reads OpenCode's JSON: [`crate::policy`] and
 //! [`crate::provenance`] take only the facts built here.
 //!
-//! Shapes are those of OpenCode **1.18.33** (`@opencode-ai/sdk` `types.gen.d.ts` and what the
-//! binary was seen to publish, `docs/opencode-host.md` of the project notes):
+//! Shapes are those of OpenCode **1.18.33**, checked against `@opencode-ai/sdk`'s
+//! `types.gen.d.ts` and what the binary publishes (the e2e harness, `__tests__/e2e/`):
 //!
 //! | OpenCode JSON                                   | fact                                   |
 //! |-------------------------------------------------|----------------------------------------|
@@ -31,8 +31,8 @@
 //! OpenCode 1.18.33's `SessionStatus` is `{type: "idle"} | {type: "busy"} | {type: "retry",
 //! attempt, message, next}`; `retry` is a loop that failed a model call and will try again, so
 //! it is still running. **A session is busy iff its status `type` is not `"idle"`**
-//! ([`is_busy_status`]); a `session.idle` event means not busy; a status without a (non-empty
-//! string) `type` is no observation at all. An unknown future `type` therefore counts as busy:
+//! ([`is_busy_status`], [`session_busy`]); a `session.idle` event means not busy; a status
+//! without a (non-empty string) `type` is no observation at all. An unknown future `type` therefore counts as busy:
 //! "idle" is the evidence that lets a peer-marked message start its own turn (and lets the
 //! plugin inject), so only OpenCode's explicit `idle` may provide it. The plugin's event
 //! switch applies the same rule (`type !== "idle"`).
@@ -78,6 +78,13 @@ pub fn is_busy_status(status_type: &str) -> bool {
     status_type != "idle"
 }
 
+/// Whether a `SessionStatus` object (`{type, …}`: `session.status`'s `properties.status`, or a
+/// value of `GET /session/status`) says busy, by [`is_busy_status`]; `None` without a
+/// non-empty string `type` (no observation).
+pub fn session_busy(status: &Value) -> Option<bool> {
+    s(status, "type").map(is_busy_status)
+}
+
 /// Decode one raw event `{type, properties}`. `None` for event types the core does not use
 /// and for payloads that lack what the fact needs (see "Malformed input").
 pub fn decode_event(event: &Value) -> Option<Event> {
@@ -89,11 +96,8 @@ pub fn decode_event(event: &Value) -> Option<Event> {
         "session.updated" => SessionInfo::decode(p.get("info")?).map(Event::SessionUpdated),
         "session.status" => {
             let session_id = s(p, "sessionID")?.to_string();
-            let ty = p.get("status").and_then(|st| s(st, "type"))?;
-            Some(Event::SessionStatus {
-                session_id,
-                busy: is_busy_status(ty),
-            })
+            let busy = session_busy(p.get("status")?)?;
+            Some(Event::SessionStatus { session_id, busy })
         }
         "session.idle" => Some(Event::SessionStatus {
             session_id: s(p, "sessionID")?.to_string(),
