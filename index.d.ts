@@ -931,7 +931,7 @@ export interface SendReceipt {
  * `session.status` event or `GET /session/status`) means the session's loop is running:
  * every `type` but `"idle"` is busy (`retry` is a loop that will try again; an unknown future
  * type is not evidence of idleness). `null` when there is no non-empty string `type`: no
- * observation. The rule is [`crate::opencode::is_busy_status`].
+ * observation. The rule is the core's `opencode::is_busy_status`.
  */
 export declare function sessionBusy(status: unknown): boolean | null
 
