@@ -3,7 +3,7 @@
 //! This is not `broker.log`. `broker.log` is c2c's audit format (one JSON line per broker
 //! event, read by c2c and by users) and does not change. Diagnostics are for a maintainer
 //! reading a field report: lock waits and timeouts ([`crate::store::lock`]), watcher errors
-//! ([`crate::watch`]), inbound-gate and held-inbox decisions ([`crate::broker`]), parse-cache
+//! (`src/watch.rs`), inbound-gate and held-inbox decisions ([`crate::broker`]), parse-cache
 //! misses ([`crate::store::cache`]), and each permission decision with its reason
 //! ([`crate::policy::engine`]).
 //!
