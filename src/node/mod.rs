@@ -11,6 +11,7 @@ pub mod config;
 pub mod diagnostics;
 pub mod envelope;
 pub mod error;
+pub mod inspect;
 pub mod opencode;
 pub mod policy;
 pub mod types;
