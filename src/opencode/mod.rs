@@ -37,6 +37,7 @@
 //! plugin inject), so only OpenCode's explicit `idle` may provide it. The plugin's event
 //! switch applies the same rule (`type !== "idle"`).
 
+mod json;
 mod message;
 mod permission;
 
@@ -46,6 +47,7 @@ pub use permission::{MalformedPermission, PermissionAsked, PermissionEventKind};
 use serde_json::Value;
 
 pub use crate::provenance::{EpochMs, MessageInfo, PeerMark, Role};
+use json::s;
 
 /// One OpenCode event the core uses, decoded. Every other event type decodes to `None`.
 #[derive(Debug, Clone, PartialEq)]
@@ -108,39 +110,6 @@ pub fn decode_event(event: &Value) -> Option<Event> {
         }),
         _ => None,
     }
-}
-
-/// `v[key]` as a non-empty string.
-fn s<'a>(v: &'a Value, key: &str) -> Option<&'a str> {
-    v.get(key).and_then(Value::as_str).filter(|s| !s.is_empty())
-}
-
-/// `v[key]` as an owned non-empty string.
-fn owned(v: &Value, key: &str) -> Option<String> {
-    s(v, key).map(str::to_string)
-}
-
-/// An epoch-ms time. JS numbers past 2^31 cross napi as `f64`, so both forms are accepted
-/// (a float must be finite and below 9e15 ms, about year 287 000).
-fn ms(v: Option<&Value>) -> Option<EpochMs> {
-    let v = v?;
-    v.as_i64().or_else(|| {
-        v.as_f64()
-            .filter(|f| f.is_finite() && f.abs() < 9.0e15)
-            .map(|f| f as EpochMs)
-    })
-}
-
-/// The strings of an array (other elements skipped); empty when `v` is not an array.
-fn strings(v: Option<&Value>) -> Vec<String> {
-    v.and_then(Value::as_array)
-        .map(|a| {
-            a.iter()
-                .filter_map(Value::as_str)
-                .map(str::to_string)
-                .collect()
-        })
-        .unwrap_or_default()
 }
 
 #[cfg(test)]

@@ -3,6 +3,7 @@
 
 use serde_json::{json, Value};
 
+use super::json::ms;
 use super::*;
 
 fn ev(ty: &str, properties: Value) -> Value {
