@@ -1,6 +1,6 @@
 /**
  * Plugin options (`"plugin": [["c2c-bridge", {...}]]`) and their environment overrides.
- * Validation is Rust's (`validateOptions`, one schema table in `src/config.rs`); this module
+ * Validation is Rust's (`validateOptions`, one schema table in `src/config/mod.rs`); this module
  * only maps its answer onto the shape the plugin uses and reports the mistakes (issue 18:
  * a mistake is never silently read as "not set").
  */
