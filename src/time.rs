@@ -12,6 +12,14 @@ pub fn now_secs() -> f64 {
         .unwrap_or(0.0)
 }
 
+/// Now, in whole epoch milliseconds (OpenCode's unit, the turn index's `EpochMs`).
+pub fn now_ms() -> i64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_millis() as i64)
+        .unwrap_or(0)
+}
+
 /// Epoch milliseconds (OpenCode's unit) to c2c's epoch seconds.
 pub fn ms_to_secs(ms: f64) -> f64 {
     ms / 1000.0

@@ -1,9 +1,48 @@
-//! The plugin's options (`"plugin": [["c2c-bridge", {...}]]`) and their environment
-//! overrides: one schema table, one validation.
+//! Configuration: the one place that turns options and environment variables into typed,
+//! validated values. Every other module receives those values; none reads an option or an
+//! environment variable of its own.
 //!
-//! Every option is listed once in [`SCHEMA`] with its JSON type, its range or vocabulary, its
-//! unit and the environment variable that overrides it. [`validate`] checks the whole options
-//! object against it and returns the usable values plus one [`OptionError`] per mistake.
+//! - [`validate`] (napi `validateOptions`): the plugin's options object
+//!   (`"plugin": [["c2c-bridge", {...}]]`) and its environment overrides, against [`SCHEMA`];
+//!   every mistake is reported with a stable code, nothing is thrown.
+//! - [`OpenOptions`] → [`BrokerSettings`]: the options of one broker handle
+//!   (`Broker.open({...})`; [`OpenNumbers`] checks the JS numbers first).
+//! - [`GateSettings`]: the options of one permission gate (`new PermissionGate({...})`).
+//! - [`Environment`]: where environment variables come from (the process, or a given map:
+//!   under Bun, `process.env` changes do not reach native code, so the plugin hands it over).
+//!
+//! # Every option, once
+//!
+//! "Plugin" is the plugin options object ([`validate`]: its range, whole numbers only);
+//! "`open`" is `Broker.open` ([`OpenNumbers`], [`BrokerSettings`]: its range). The plugin
+//! forwards its values to `Broker.open`, so the plugin range is the narrower one; the CLI and
+//! Rust callers get the wider one. An environment variable wins over the option when set and
+//! not blank.
+//!
+//! | plugin option | `open` / gate option | environment | unit | default | plugin range | `open` range |
+//! |---|---|---|---|---|---|---|
+//! | `alias` | `alias` | `C2C_BRIDGE_ALIAS` (plugin only) | alias | `<dir basename>-<4 hex>` ([`crate::ids::default_alias`]) | alias rule | alias rule |
+//! | `brokerRoot` | `root`, gate `brokerRoot` | `C2C_MCP_BROKER_ROOT`, then `C2C_STATE_HOME`, `XDG_STATE_HOME`, `HOME` | absolute path (`~/` expanded) | c2c's resolution ([`crate::store::root`]) | absolute | any |
+//! | `peerPermissions` | gate `peerPermissions` | `C2C_BRIDGE_PEER_PERMISSIONS` | `allow` \| `ask` \| `deny` | `allow` | vocabulary | vocabulary (`E_INVALID_OPTION`) |
+//! | `supervisors` | — | `C2C_SUPERVISORS` (comma list) | aliases | none | aliases | — |
+//! | `inbound` | `inbound` | `C2C_BRIDGE_INBOUND` | `accept` \| `auto` \| `hold` \| `refuse` | `accept` (`hold` when the plugin value is wrong) | vocabulary | vocabulary (`E_INVALID_OPTION`) |
+//! | `maxMessageBytes` | `maxMessageBytes` | `C2C_BRIDGE_MAX_MESSAGE_BYTES` (plugin only) | bytes of UTF-8 | 16384 ([`DEFAULT_MAX_MESSAGE_BYTES`]) | 1–1048576 | 1–67108864 |
+//! | `heldCap` | `heldCap` | — | messages | 100 ([`DEFAULT_HELD_CAP`]) | 1–10000 | 1–1000000 |
+//! | `heldTtlSecs` | `heldTtlSecs` | — | seconds | 300 ([`DEFAULT_HELD_TTL`]) | 1–86400 | (0, 31536000], fractions kept |
+//! | `rateBurst` | `rateBurst` | — | messages per window | 20 ([`RateConfig`](crate::policy::rate::RateConfig)) | 1–10000 | 1–4294967295 |
+//! | `rateWindowSecs` | `rateWindowSecs` | — | seconds | 60 | 1–86400 | 0.1–86400, fractions kept |
+//! | `fallbackIntervalMs` | — (plugin timer) | — | **milliseconds** | 2000 ([`DEFAULT_FALLBACK_INTERVAL_MS`]) | 100–600000 | — |
+//! | `retryBaseMs` | — (plugin timer, doubles up to 30 s) | — | **milliseconds** | 500 ([`DEFAULT_RETRY_BASE_MS`]) | 10–60000 | — |
+//! | — | `lockTimeoutMs` | — | **milliseconds** | 5000 ([`DEFAULT_LOCK_TIMEOUT`]) | — | 1–3600000 |
+//! | — | `pendingPerAliasCap` | — | active slots | 16 (c2c's) | — | 1–1000000 |
+//! | — | `pendingGlobalCap` | — | active slots | 1024 (c2c's) | — | 1–10000000 |
+//! | — | `pid` | — | pid | this process | — | 1–2147483647 |
+//! | — | (pending-reply TTL) | `C2C_PERMISSION_TTL` (c2c's) | seconds (float) | 600 | — | clamped to 1–86400; unusable → 600 ([`crate::pending::parse_ttl`]) |
+//! | — | gate `home` | `HOME` | path | `/` when unset | — | — |
+//!
+//! c2c's `C2C_MCP_SESSION_ID` (the session the CLI acts for) is read by the CLI, not here.
+//! Seconds are the unit of c2c's records and TTLs; milliseconds only where a JS timer or a
+//! lock wait is configured, and the option's name then ends in `Ms`.
 //!
 //! # Failing safe (issue 18)
 //! A mistake is never silently read as "not set" (which would leave the most permissive
@@ -13,6 +52,25 @@
 //! attributed to one (an unknown key may be a misspelt `peerPermissions`) —
 //! [`Validated::auto_answers_off`] is set: the plugin's gate then answers no permission
 //! request, every one goes to OpenCode's prompt, until the configuration is fixed.
+
+mod env;
+mod gate;
+mod open;
+pub mod vars;
+
+pub use env::Environment;
+pub use gate::{GateOptions, GateSettings};
+pub use open::{
+    BrokerSettings, OpenNumbers, OpenOptions, DEFAULT_HELD_CAP, DEFAULT_HELD_TTL,
+    DEFAULT_LOCK_TIMEOUT, DEFAULT_MAX_MESSAGE_BYTES,
+};
+
+/// Default of the plugin's `fallbackIntervalMs`: the delivery check when `session.idle`
+/// never comes, milliseconds.
+pub const DEFAULT_FALLBACK_INTERVAL_MS: u64 = 2_000;
+/// Default of the plugin's `retryBaseMs`: the first retry delay after a failed injection,
+/// milliseconds (doubling up to 30 s).
+pub const DEFAULT_RETRY_BASE_MS: u64 = 500;
 
 use std::collections::HashMap;
 
@@ -54,46 +112,46 @@ pub struct OptionSpec {
     pub touches_permissions: bool,
 }
 
-/// Every option the plugin reads. Defaults live where the values are used (README table).
+/// Every option the plugin reads (defaults and `Broker.open` ranges: the module table).
 pub const SCHEMA: &[OptionSpec] = &[
     OptionSpec {
         name: "alias",
-        env: Some("C2C_BRIDGE_ALIAS"),
+        env: Some(vars::ALIAS),
         rule: Rule::Alias,
         unit: "",
         touches_permissions: false,
     },
     OptionSpec {
         name: "brokerRoot",
-        env: Some("C2C_MCP_BROKER_ROOT"),
+        env: Some(vars::BROKER_ROOT),
         rule: Rule::Path,
         unit: "",
         touches_permissions: false,
     },
     OptionSpec {
         name: "peerPermissions",
-        env: Some(crate::policy::peer_permissions::ENV_PEER_PERMISSIONS),
+        env: Some(vars::PEER_PERMISSIONS),
         rule: Rule::Enum(&["allow", "ask", "deny"]),
         unit: "",
         touches_permissions: true,
     },
     OptionSpec {
         name: "supervisors",
-        env: Some("C2C_SUPERVISORS"),
+        env: Some(vars::SUPERVISORS),
         rule: Rule::AliasList,
         unit: "",
         touches_permissions: true,
     },
     OptionSpec {
         name: "inbound",
-        env: Some(crate::policy::inbound::ENV_INBOUND),
+        env: Some(vars::INBOUND),
         rule: Rule::Enum(&["accept", "auto", "hold", "refuse"]),
         unit: "",
         touches_permissions: false,
     },
     OptionSpec {
         name: "maxMessageBytes",
-        env: Some("C2C_BRIDGE_MAX_MESSAGE_BYTES"),
+        env: Some(vars::MAX_MESSAGE_BYTES),
         rule: Rule::Int {
             min: 1,
             max: 1024 * 1024,
@@ -457,7 +515,7 @@ fn store(out: &mut PluginOptions, name: &str, value: Checked) {
 /// the user to review) rather than by the permissive default `accept`.
 pub fn validate(raw: &Value, env: &HashMap<String, String>) -> Validated {
     let mut out = Validated::default();
-    let home = env.get("HOME").map(String::as_str);
+    let home = env.get(vars::HOME).map(String::as_str);
     let empty = serde_json::Map::new();
     let obj = match raw {
         Value::Null => &empty,
