@@ -9,6 +9,7 @@ pub mod aliases;
 mod cache_tests;
 mod gate;
 mod messaging;
+mod peers;
 mod pending;
 mod rooms;
 
@@ -33,6 +34,7 @@ use crate::watch::InboxWatcher;
 
 pub use gate::{GateReport, HeldMessage, HeldSelector, PermissionAdvisory};
 pub use messaging::{AckResult, BroadcastResult, Receipt, SendOptions, Skipped, SweepReport};
+pub use peers::list_registrations;
 pub use pending::PendingOpened;
 pub use rooms::{RoomInfo, RoomMessage};
 
@@ -331,32 +333,7 @@ impl Broker {
     pub fn list_peers(&self) -> Result<Vec<Peer>> {
         self.check_open()?;
         let regs = self.registrations()?;
-        // Liveness is read fresh on every call; within this one call each pid is read once.
-        let mut starts: std::collections::HashMap<u32, Option<u64>> =
-            std::collections::HashMap::new();
-        Ok(regs
-            .iter()
-            .map(|r| Peer {
-                alive: match r.pid {
-                    None => true,
-                    Some(pid) => match *starts
-                        .entry(pid)
-                        .or_insert_with(|| crate::liveness::pid_start_time(pid))
-                    {
-                        None => false,
-                        Some(actual) => r.pid_start_time.is_none_or(|s| s == actual),
-                    },
-                },
-                is_self: r.session_id == self.session_id,
-                alias: r.alias.clone(),
-                session_id: r.session_id.clone(),
-                pid: r.pid,
-                registered_at: r.registered_at,
-                plugin_version: r.plugin_version.clone(),
-                client_type: r.client_type.clone(),
-                directory: r.directory.clone(),
-            })
-            .collect())
+        Ok(peers::with_liveness(&regs, Some(&self.session_id)))
     }
 
     /// The other registrations as one framed listing for a model (alias, alive, client,

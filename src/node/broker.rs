@@ -10,10 +10,9 @@ use napi_derive::napi;
 
 use super::error::{to_js, JsCode};
 use super::types::{
-    AckReport, BroadcastReport, CheckOutcome, CreateRoomOptions, DeliverableMessage, GateResult,
-    HeldEntry, InboxChange, InboxMessage, OpenOptions, PeerInfo, PendingOpened,
-    PermissionAdvisoryInfo, ReceiptInfo, Room, RoomHistoryEntry, SendOptions, SendReceipt,
-    SweepResult,
+    AckReport, BroadcastReport, CheckOutcome, CreateRoomOptions, GateResult, HeldEntry,
+    InboxChange, InboxMessage, OpenOptions, PeerInfo, PendingOpened, ReceiptInfo, Room,
+    RoomHistoryEntry, SendOptions, SendReceipt, SweepResult,
 };
 use crate::broker as core;
 use crate::config::{Environment, OpenNumbers};
@@ -346,23 +345,9 @@ impl JsBroker {
     pub fn gate_inbox(&self) -> Result<GateResult, JsCode> {
         let r = self.inner.gate_inbox().map_err(to_js)?;
         Ok(GateResult {
-            deliver: r
-                .deliver
+            deliver: crate::framing::frame_deliveries(r.deliver, &r.advisories)
                 .into_iter()
-                .map(|m| DeliverableMessage {
-                    framed: crate::framing::frame_inbox_message(&m),
-                    permission_reply: r
-                        .advisories
-                        .iter()
-                        .find(|a| a.message_id == m.message_id)
-                        .map(|a| PermissionAdvisoryInfo {
-                            perm_id: a.perm_id.clone(),
-                            verdict: a.verdict.to_string(),
-                            from_alias: a.from_alias.clone(),
-                            verified: a.verified,
-                        }),
-                    message: m.into(),
-                })
+                .map(Into::into)
                 .collect(),
             held: r.held,
             refused: r.refused,
