@@ -1,8 +1,8 @@
 /**
  * Plugin options (`"plugin": [["c2c-bridge", {...}]]`) and their environment overrides.
- * Validation is Rust's (`validateOptions`, one schema table in `src/config/mod.rs`); this module
- * only maps its answer onto the shape the plugin uses and reports the mistakes (issue 18:
- * a mistake is never silently read as "not set").
+ * Validation and defaults are Rust's (`validateOptions`, one table of every option in
+ * `src/config/mod.rs`); this module only maps its answer onto the shape the plugin uses and
+ * reports the mistakes (issue 18: a mistake is never silently read as "not set").
  */
 import type { Addon } from "./addon.mjs";
 import type { HostClient } from "./host.mjs";
@@ -90,8 +90,8 @@ export function readOptions(
       rateBurst: o.rateBurst,
       rateWindowSecs: o.rateWindowSecs,
       peerPermissions: o.peerPermissions,
-      fallbackIntervalMs: o.fallbackIntervalMs ?? 2000,
-      retryBaseMs: o.retryBaseMs ?? 500,
+      fallbackIntervalMs: o.fallbackIntervalMs,
+      retryBaseMs: o.retryBaseMs,
     },
     report: { errors: v.errors, autoAnswersOff: v.autoAnswersOff, fromEnv: v.fromEnv },
   };

@@ -275,6 +275,19 @@ pub struct PluginOptions {
     pub retry_base_ms: Option<u64>,
 }
 
+impl PluginOptions {
+    /// `fallbackIntervalMs`, or its default [`DEFAULT_FALLBACK_INTERVAL_MS`]; milliseconds.
+    pub fn fallback_interval_ms_or_default(&self) -> u64 {
+        self.fallback_interval_ms
+            .unwrap_or(DEFAULT_FALLBACK_INTERVAL_MS)
+    }
+
+    /// `retryBaseMs`, or its default [`DEFAULT_RETRY_BASE_MS`]; milliseconds.
+    pub fn retry_base_ms_or_default(&self) -> u64 {
+        self.retry_base_ms.unwrap_or(DEFAULT_RETRY_BASE_MS)
+    }
+}
+
 /// The answer of [`validate`].
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Validated {
