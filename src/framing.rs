@@ -2,10 +2,11 @@
 //! receipt list goes through [`crate::envelope`] here, so no peer-controlled string reaches a
 //! model unframed, whichever path shows it.
 
-use crate::broker::{HeldMessage, Peer, PermissionAdvisory};
 use crate::envelope::{self, Kind, ListingItem, PeerText};
+use crate::held::HeldMessage;
 use crate::inbox::Message;
 use crate::receipts::Receipt;
+use crate::registry::Peer;
 
 /// Frame one inbox record for injection: a receipt notice (`receipt` set) as a notice, a
 /// room or broadcast copy with its addressing, anything else as a direct message.
@@ -146,37 +147,6 @@ pub fn frame_receipts(receipts: &[Receipt]) -> String {
     listing("outcomes of messages you sent", &entries)
 }
 
-/// A message the inbound gate accepted, ready for injection.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Deliverable {
-    /// The message (still in the inbox until acknowledged).
-    pub message: Message,
-    /// What the model is shown: [`frame_inbox_message`] of it.
-    pub framed: String,
-    /// Set when the whole body is a permission reply to one of this session's requests
-    /// (advisory only: it never answers the permission).
-    pub advisory: Option<PermissionAdvisory>,
-}
-
-/// Frame every accepted message of a gate run (`deliver` and `advisories` of
-/// [`crate::broker::GateReport`]), oldest first, each with its permission advisory if any.
-pub fn frame_deliveries(
-    deliver: Vec<Message>,
-    advisories: &[PermissionAdvisory],
-) -> Vec<Deliverable> {
-    deliver
-        .into_iter()
-        .map(|m| Deliverable {
-            framed: frame_inbox_message(&m),
-            advisory: advisories
-                .iter()
-                .find(|a| a.message_id == m.message_id)
-                .cloned(),
-            message: m,
-        })
-        .collect()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -223,25 +193,5 @@ mod tests {
             frame_lines(&frame_receipts(&[n.receipt.clone().unwrap()])),
             2
         );
-    }
-
-    #[test]
-    fn deliveries_are_framed_and_carry_their_own_advisory() {
-        let a = msg("one");
-        let mut b = msg("two");
-        b.message_id = "m2".into();
-        let adv = PermissionAdvisory {
-            message_id: "m2".into(),
-            perm_id: "per_1".into(),
-            verdict: "reject",
-            from_alias: "boss".into(),
-            verified: true,
-        };
-        let d = frame_deliveries(vec![a.clone(), b], std::slice::from_ref(&adv));
-        assert_eq!(d.len(), 2);
-        assert_eq!(d[0].framed, frame_inbox_message(&a));
-        assert_eq!(d[0].advisory, None);
-        assert_eq!(d[1].message.message_id, "m2");
-        assert_eq!(d[1].advisory, Some(adv));
     }
 }

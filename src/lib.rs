@@ -43,6 +43,7 @@ pub mod config;
 pub mod envelope;
 pub mod error;
 pub mod framing;
+pub mod held;
 pub mod ids;
 pub mod inbox;
 pub mod liveness;
@@ -53,7 +54,7 @@ pub mod policy;
 pub mod provenance;
 pub mod receipts;
 pub mod registry;
-pub mod room_meta;
+pub mod rooms;
 pub mod store;
 #[cfg(test)]
 mod testutil;

@@ -4,13 +4,14 @@
 //! `(session_id, alias)` and no method takes a session id or alias to act as someone else.
 //! The recipient of a send is a *target*, never an identity.
 
-pub mod aliases;
 #[cfg(test)]
 mod cache_tests;
+mod deliver;
 mod gate;
+mod held;
 mod messaging;
-mod peers;
 mod pending;
+mod receipts;
 mod rooms;
 
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -25,18 +26,18 @@ use crate::ids::{alias_eq, validate_alias, validate_session_id};
 use crate::log::{short_hash, AuditLog};
 use crate::policy::inbound::InboundMode;
 use crate::policy::rate::RateLimiter;
-use crate::registry::{
-    free_alternative, parse_all, unparsed_all, Registration, RegistryCache, Unparsed,
-};
+use crate::registry::{aliases, parse_all, Registration, RegistryCache};
 use crate::store::root::resolve_path;
 use crate::store::{self, BrokerRoot};
 use crate::watch::InboxWatcher;
 
-pub use gate::{GateReport, HeldMessage, HeldSelector, PermissionAdvisory};
+pub use crate::held::{HeldMessage, HeldSelector};
+pub use crate::registry::Peer;
+pub use crate::rooms::{RoomInfo, RoomMessage};
+pub use deliver::Deliverable;
+pub use gate::{GateReport, PermissionAdvisory};
 pub use messaging::{AckResult, BroadcastResult, Receipt, SendOptions, Skipped, SweepReport};
-pub use peers::list_registrations;
 pub use pending::PendingOpened;
-pub use rooms::{RoomInfo, RoomMessage};
 
 // The options of an open, their defaults and their resolution live in `crate::config`
 // (one table of every option); re-exported here, where callers look for them.
@@ -44,29 +45,6 @@ pub use crate::config::{
     OpenOptions, DEFAULT_HELD_CAP, DEFAULT_HELD_TTL, DEFAULT_LOCK_TIMEOUT,
     DEFAULT_MAX_MESSAGE_BYTES,
 };
-
-/// A peer as listed by [`Broker::list_peers`].
-#[derive(Debug, Clone, PartialEq)]
-pub struct Peer {
-    /// Alias in its original case.
-    pub alias: String,
-    /// Session id.
-    pub session_id: String,
-    /// c2c's liveness rule.
-    pub alive: bool,
-    /// Registered pid.
-    pub pid: Option<u32>,
-    /// Epoch seconds.
-    pub registered_at: f64,
-    /// Recorded plugin version.
-    pub plugin_version: Option<String>,
-    /// Recorded client type.
-    pub client_type: Option<String>,
-    /// Recorded project directory.
-    pub directory: Option<String>,
-    /// Whether this is the handle's own registration.
-    pub is_self: bool,
-}
 
 /// One session's handle on a broker root.
 #[derive(Debug)]
@@ -188,7 +166,7 @@ impl Broker {
                     });
                     reg.alias = aliases::choose(&opts.session_id, &alias, &regs, &book);
                 }
-                match register_no_dir_sync(&root, reg.clone(), lock_timeout) {
+                match crate::registry::register_no_dir_sync(&root, reg.clone(), lock_timeout) {
                     Ok(()) => break reg.alias.clone(),
                     Err(Error::AliasTaken { suggestion, .. })
                         if opts.auto_alias && attempts < 64 =>
@@ -217,7 +195,7 @@ impl Broker {
             // c2c creates the inbox at registration; a reader then sees `[]`, not ENOENT.
             // Both the registry and a new inbox were renamed into the root without a
             // directory fsync; one fsync of the root makes both renames durable.
-            let inbox = ensure_inbox(&root, &opts.session_id, lock_timeout);
+            let inbox = crate::inbox::ensure(&root, &opts.session_id, lock_timeout);
             store::file::sync_dir(root.path())?;
             inbox?;
             messaging::rescue_dead_letters(&root, &opts.session_id, lock_timeout, &log)?;
@@ -333,7 +311,7 @@ impl Broker {
     pub fn list_peers(&self) -> Result<Vec<Peer>> {
         self.check_open()?;
         let regs = self.registrations()?;
-        Ok(peers::with_liveness(&regs, Some(&self.session_id)))
+        Ok(crate::registry::peers(&regs, Some(&self.session_id)))
     }
 
     /// The other registrations as one framed listing for a model (alias, alive, client,
@@ -543,110 +521,5 @@ impl Drop for Broker {
                 w.detach();
             }
         }
-    }
-}
-
-/// The pending caps of `opts`, each at least 1.
-/// Register `reg` in the root: the one register operation every path goes through.
-///
-/// Under the registry lock: a *live* different session holding the alias
-/// (case-insensitively) → [`Error::AliasTaken`]; a *dead* holder is replaced; c2c's M4
-/// guard ([`crate::pending::check_alias_reuse`]) runs; then this session's old records are
-/// replaced by `reg`.
-///
-/// # Errors
-/// [`Error::AliasTaken`], [`Error::AliasPending`], store errors.
-pub fn register(root: &BrokerRoot, reg: Registration, lock_timeout: Duration) -> Result<()> {
-    register_no_dir_sync(root, reg, lock_timeout)?;
-    store::file::sync_dir(root.path())
-}
-
-/// [`register`] up to the rename of `registry.json`; the caller fsyncs the root directory.
-fn register_no_dir_sync(
-    root: &BrokerRoot,
-    reg: Registration,
-    lock_timeout: Duration,
-) -> Result<()> {
-    let path = root.registry();
-    let _guard = store::LockGuard::acquire(&store::lock::sidecar_path(&path), lock_timeout)?;
-    let mut records = store::read_array(&path)?;
-    register_records(root, &reg, &mut records)?;
-    let bytes = serde_json::to_vec(&records).map_err(|e| Error::io(&path, e.into()))?;
-    store::file::replace_durable_file(&path, &bytes)
-}
-
-/// Create `<session_id>.inbox.json` as `[]` under its lock when it does not exist (temp file,
-/// fsync, rename; the caller fsyncs the directory). An existing inbox is only read, so a
-/// corrupt one or a symlink in its place is reported as before.
-fn ensure_inbox(root: &BrokerRoot, session_id: &str, lock_timeout: Duration) -> Result<()> {
-    let inbox = root.inbox(session_id);
-    let _guard = store::LockGuard::acquire(&store::lock::sidecar_path(&inbox), lock_timeout)?;
-    match std::fs::symlink_metadata(&inbox) {
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-            store::file::replace_durable_file(&inbox, b"[]")
-        }
-        _ => crate::inbox::read(&inbox).map(drop),
-    }
-}
-
-/// The decision of [`register`] on the records read under the registry lock.
-fn register_records(root: &BrokerRoot, reg: &Registration, records: &mut Vec<Value>) -> Result<()> {
-    {
-        // Records that name an alias but do not parse hold it too, whoever they name and
-        // whatever their liveness (fail closed; `doctor` lists them as unreadable).
-        let unparsed = unparsed_all(records);
-        let regs: Vec<Registration> = parse_all(records)
-            .into_iter()
-            .chain(unparsed.iter().map(Unparsed::as_holder))
-            .collect();
-        if let Some(u) = unparsed.iter().find(|u| alias_eq(&u.alias, &reg.alias)) {
-            return Err(Error::AliasTaken {
-                alias: reg.alias.clone(),
-                owner_session_id: format!(
-                    "{} (an unreadable registry record: see `c2c-bridge doctor`)",
-                    u.session_id.as_deref().unwrap_or("?")
-                ),
-                suggestion: free_alternative(&reg.alias, &regs),
-            });
-        }
-        if let Some(holder) = regs.iter().find(|r| {
-            alias_eq(&r.alias, &reg.alias) && r.session_id != reg.session_id && r.is_alive()
-        }) {
-            return Err(Error::AliasTaken {
-                alias: reg.alias.clone(),
-                owner_session_id: holder.session_id.clone(),
-                suggestion: free_alternative(&reg.alias, &regs),
-            });
-        }
-        // A session id belongs to one live process: another process re-registering it would
-        // take its mail and silently unregister it. The same process (plugin restart within
-        // OpenCode) and a successor after the holder died may.
-        if let Some(holder) = regs.iter().find(|r| {
-            r.session_id == reg.session_id && r.pid.is_some() && r.pid != reg.pid && r.is_alive()
-        }) {
-            return Err(Error::SessionActive {
-                session_id: reg.session_id.clone(),
-                pid: holder.pid.unwrap_or_default(),
-            });
-        }
-        crate::pending::check_alias_reuse(root, &reg.alias, &reg.session_id, &regs)?;
-        // A refresh (this session re-registering under the same alias) keeps the fields of
-        // its old record that we do not know (c2c's `canonical_alias`, a newer tool's), as
-        // every other rewrite does; fields we set win.
-        let mut reg = reg.clone();
-        if let Some(old) = regs
-            .iter()
-            .find(|r| r.session_id == reg.session_id && alias_eq(&r.alias, &reg.alias))
-        {
-            for (k, v) in &old.extra {
-                reg.extra.entry(k.clone()).or_insert_with(|| v.clone());
-            }
-        }
-        records.retain(|v| match Registration::from_value(v) {
-            Some(r) => r.session_id != reg.session_id && !alias_eq(&r.alias, &reg.alias),
-            None => true,
-        });
-        records.push(reg.to_value());
-        Ok(())
     }
 }

@@ -56,6 +56,16 @@ impl Environment {
         self.var(name).filter(|v| !v.is_empty())
     }
 
+    /// Every variable as a map (the process environment's UTF-8 ones, or the given map).
+    pub fn to_map(&self) -> HashMap<String, String> {
+        match self {
+            Environment::Process => std::env::vars_os()
+                .filter_map(|(k, v)| Some((k.into_string().ok()?, v.into_string().ok()?)))
+                .collect(),
+            Environment::Given(m) => m.clone(),
+        }
+    }
+
     /// The four variables of broker-root resolution (`C2C_MCP_BROKER_ROOT`,
     /// `C2C_STATE_HOME`, `XDG_STATE_HOME`, `HOME`), empty values unset.
     pub fn root_env(&self) -> RootEnv {

@@ -79,7 +79,7 @@ pub fn list_registrations(root: String) -> Result<Vec<PeerInfo>, JsCode> {
         crate::store::root::RootSource::Explicit,
     )
     .map_err(to_js)?;
-    Ok(crate::broker::list_registrations(&r)
+    Ok(crate::registry::read_peers(&r)
         .map_err(to_js)?
         .into_iter()
         .map(Into::into)
@@ -151,14 +151,11 @@ pub fn probe_lock(root: String, file: String, timeout_ms: Option<u32>) -> Result
             "invalid file name {file:?}: a plain file name inside the root is needed"
         ))
     })?;
-    match crate::store::LockGuard::acquire(
+    crate::store::try_lock(
         &path,
         std::time::Duration::from_millis(timeout_ms.unwrap_or(200) as u64),
-    ) {
-        Ok(_g) => Ok(true),
-        Err(crate::Error::LockTimeout { .. }) => Ok(false),
-        Err(e) => Err(to_js(e)),
-    }
+    )
+    .map_err(to_js)
 }
 
 /// The canonical form of a directory (symlinks resolved), as registrations record it; `null`
@@ -228,7 +225,7 @@ pub fn list_alias_book(root: String) -> Result<Vec<AliasBookEntry>, JsCode> {
         crate::store::root::RootSource::Explicit,
     )
     .map_err(to_js)?;
-    Ok(crate::broker::aliases::read_book(&r)
+    Ok(crate::registry::aliases::read_book(&r)
         .map_err(to_js)?
         .into_iter()
         .map(|e| AliasBookEntry {

@@ -252,8 +252,8 @@ impl JsBroker {
     ) -> Result<(), JsCode> {
         let o = options.unwrap_or_default();
         let visibility = match o.visibility.as_deref() {
-            None => crate::room_meta::Visibility::Public,
-            Some(v) => crate::room_meta::Visibility::parse_option(v)
+            None => crate::rooms::Visibility::Public,
+            Some(v) => crate::rooms::Visibility::parse_option(v)
                 .ok_or_else(|| bad_option("visibility", "\"public\" or \"invite_only\""))?,
         };
         self.inner
@@ -345,10 +345,7 @@ impl JsBroker {
     pub fn gate_inbox(&self) -> Result<GateResult, JsCode> {
         let r = self.inner.gate_inbox().map_err(to_js)?;
         Ok(GateResult {
-            deliver: crate::framing::frame_deliveries(r.deliver, &r.advisories)
-                .into_iter()
-                .map(Into::into)
-                .collect(),
+            deliver: r.deliverables().into_iter().map(Into::into).collect(),
             held: r.held,
             refused: r.refused,
             dropped: r.dropped,

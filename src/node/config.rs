@@ -87,7 +87,10 @@ pub fn validate_options(
     raw: Option<Value>,
     env: Option<HashMap<String, String>>,
 ) -> ValidatedOptions {
-    let env = env.unwrap_or_else(|| std::env::vars().collect());
+    let env = env
+        .map(config::Environment::Given)
+        .unwrap_or_default()
+        .to_map();
     let v = config::validate(&raw.unwrap_or(Value::Null), &env);
     let o = v.options;
     let (fallback_interval_ms, retry_base_ms) = (

@@ -332,8 +332,8 @@ pub struct DeliverableMessage {
     pub permission_reply: Option<PermissionAdvisoryInfo>,
 }
 
-impl From<crate::framing::Deliverable> for DeliverableMessage {
-    fn from(d: crate::framing::Deliverable) -> DeliverableMessage {
+impl From<crate::broker::Deliverable> for DeliverableMessage {
+    fn from(d: crate::broker::Deliverable) -> DeliverableMessage {
         DeliverableMessage {
             message: d.message.into(),
             framed: d.framed,
