@@ -14,7 +14,8 @@
 //! - [`verdict`]: the host-local approval verdict files (`approval-verdict/<token>.json`).
 //! - [`watch`]: the inbox watcher (notify/inotify).
 //! - [`broker`]: the identity-bound handle every caller goes through.
-//! - [`config`]: the plugin options schema and its validation (fail safe).
+//! - [`config`]: options + environment → typed, validated settings (the one table of every
+//!   option, default, unit, range and variable); plugin options validation (fail safe).
 //! - [`envelope`]: framing of peer text for the model; permission-reply recognition.
 //! - [`provenance`]: the turn index and `parentID` walk (was this turn peer-triggered?).
 //! - [`policy`]: pure decisions: `peerPermissions`, inbound gating, hop limit, rate limit,

@@ -69,14 +69,11 @@ impl Environment {
     /// The four variables of broker-root resolution (`C2C_MCP_BROKER_ROOT`,
     /// `C2C_STATE_HOME`, `XDG_STATE_HOME`, `HOME`), empty values unset.
     pub fn root_env(&self) -> RootEnv {
-        match self {
-            Environment::Process => RootEnv::from_process(),
-            Environment::Given(_) => RootEnv {
-                broker_root: self.non_empty(super::vars::BROKER_ROOT),
-                c2c_state_home: self.non_empty(super::vars::C2C_STATE_HOME),
-                xdg_state_home: self.non_empty(super::vars::XDG_STATE_HOME),
-                home: self.non_empty(super::vars::HOME),
-            },
+        RootEnv {
+            broker_root: self.non_empty(super::vars::BROKER_ROOT),
+            c2c_state_home: self.non_empty(super::vars::C2C_STATE_HOME),
+            xdg_state_home: self.non_empty(super::vars::XDG_STATE_HOME),
+            home: self.non_empty(super::vars::HOME),
         }
     }
 }

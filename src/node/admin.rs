@@ -129,7 +129,7 @@ pub fn read_log(root: String, limit: Option<u32>) -> Result<Vec<String>, JsCode>
     )
     .map_err(to_js)?;
     Ok(crate::log::AuditLog::new(r.log())
-        .tail(limit.unwrap_or(50) as usize)
+        .tail(limit.map_or(crate::config::DEFAULT_LOG_TAIL_LIMIT, |n| n as usize))
         .into_iter()
         .map(|v| v.to_string())
         .collect())
@@ -153,7 +153,9 @@ pub fn probe_lock(root: String, file: String, timeout_ms: Option<u32>) -> Result
     })?;
     crate::store::try_lock(
         &path,
-        std::time::Duration::from_millis(timeout_ms.unwrap_or(200) as u64),
+        timeout_ms.map_or(crate::config::DEFAULT_PROBE_LOCK_TIMEOUT, |ms| {
+            std::time::Duration::from_millis(ms as u64)
+        }),
     )
     .map_err(to_js)
 }

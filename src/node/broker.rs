@@ -15,7 +15,7 @@ use super::types::{
     RoomHistoryEntry, SendOptions, SendReceipt, SweepResult,
 };
 use crate::broker as core;
-use crate::config::{Environment, OpenNumbers};
+use crate::config::{self, Environment, OpenNumbers};
 
 fn bad_option(name: &str, what: &str) -> napi::Error<JsCode> {
     to_js(crate::Error::InvalidOption {
@@ -313,7 +313,10 @@ impl JsBroker {
     ) -> Result<Vec<RoomHistoryEntry>, JsCode> {
         Ok(self
             .inner
-            .room_history(&room_id, limit.unwrap_or(50) as usize)
+            .room_history(
+                &room_id,
+                limit.map_or(config::DEFAULT_ROOM_HISTORY_LIMIT, |n| n as usize),
+            )
             .map_err(to_js)?
             .into_iter()
             .map(Into::into)
@@ -432,7 +435,7 @@ impl JsBroker {
     pub fn receipts(&self, limit: Option<u32>) -> Result<Vec<ReceiptInfo>, JsCode> {
         Ok(self
             .inner
-            .receipts(limit.unwrap_or(50) as usize)
+            .receipts(limit.map_or(config::DEFAULT_RECEIPTS_LIMIT, |n| n as usize))
             .map_err(to_js)?
             .into_iter()
             .map(Into::into)
@@ -445,7 +448,7 @@ impl JsBroker {
     pub fn framed_receipts(&self, limit: Option<u32>) -> Result<String, JsCode> {
         let r = self
             .inner
-            .receipts(limit.unwrap_or(20) as usize)
+            .receipts(limit.map_or(config::DEFAULT_FRAMED_RECEIPTS_LIMIT, |n| n as usize))
             .map_err(to_js)?;
         Ok(crate::framing::frame_receipts(&r))
     }
