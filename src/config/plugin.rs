@@ -61,7 +61,7 @@ pub const SCHEMA: &[OptionSpec] = &[
     OptionSpec {
         name: "peerPermissions",
         env: Some(super::vars::PEER_PERMISSIONS),
-        rule: Rule::Enum(&["allow", "ask", "deny"]),
+        rule: Rule::Enum(crate::policy::peer_permissions::VALID),
         unit: "",
         touches_permissions: true,
     },
@@ -75,7 +75,7 @@ pub const SCHEMA: &[OptionSpec] = &[
     OptionSpec {
         name: "inbound",
         env: Some(super::vars::INBOUND),
-        rule: Rule::Enum(&["accept", "auto", "hold", "refuse"]),
+        rule: Rule::Enum(crate::policy::inbound::VALID),
         unit: "",
         touches_permissions: false,
     },
