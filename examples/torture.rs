@@ -293,7 +293,7 @@ fn open_broker(
         held_cap: Some(1_000_000),
         pending_per_alias_cap: Some(1_000_000),
         pending_global_cap: Some(1_000_000),
-        env: c2c_bridge::config::Environment::from_pairs([("C2C_PERMISSION_TTL", "86400")]),
+        env: c2c_bridge::Environment::from_pairs([("C2C_PERMISSION_TTL", "86400")]),
         ..Default::default()
     })
 }

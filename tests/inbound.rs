@@ -30,7 +30,7 @@ fn open(r: &Root, sid: &str, alias: &str, project: &str, inbound: &str) -> Broke
         root: Some(r.path.clone()),
         directory: Some(dir),
         inbound: Some(inbound.into()),
-        env: c2c_bridge::config::Environment::empty(),
+        env: c2c_bridge::Environment::empty(),
         ..Default::default()
     })
     .unwrap()
@@ -97,7 +97,7 @@ fn refuse_archives_and_tells_the_sender_with_a_framed_notice() {
     let notices = a.gate_inbox().unwrap().deliver;
     assert_eq!(notices.len(), 1);
     assert_eq!(notices[0].from_alias, "c2c-system");
-    let framed = c2c_bridge::framing::frame_inbox_message(&notices[0]);
+    let framed = c2c_bridge::envelope::frame_inbox_message(&notices[0]);
     assert!(framed.contains("refused"));
     assert!(framed.contains(&sent.message_id));
 }
@@ -127,7 +127,7 @@ fn held_inbox_is_capped_and_expires() {
         root: Some(r.path.clone()),
         directory: Some(project_dir(&r, "pb")),
         inbound: Some("hold".into()),
-        env: c2c_bridge::config::Environment::empty(),
+        env: c2c_bridge::Environment::empty(),
         held_cap: Some(2),
         held_ttl: Some(Duration::from_millis(300)),
         ..Default::default()

@@ -17,7 +17,7 @@ fn open(root: &Path, sid: &str, alias: &str) -> Broker {
         root: Some(root.to_path_buf()),
         directory: Some(dir),
         inbound: Some("accept".into()),
-        env: c2c_bridge::config::Environment::empty(),
+        env: c2c_bridge::Environment::empty(),
         ..Default::default()
     })
     .unwrap()
@@ -142,13 +142,13 @@ fn a_poisoned_inbox_delivers_every_other_record_and_keeps_taking_mail() {
             after.message_id.as_str()
         ]
     );
-    let framed = c2c_bridge::framing::frame_inbox_message(&g.deliver[1]);
+    let framed = c2c_bridge::envelope::frame_inbox_message(&g.deliver[1]);
     assert!(
         framed.contains("note: the stored text was not valid Unicode"),
         "{framed}"
     );
     assert!(framed.contains("status: build green \u{fffd}"));
-    let plain = c2c_bridge::framing::frame_inbox_message(&g.deliver[0]);
+    let plain = c2c_bridge::envelope::frame_inbox_message(&g.deliver[0]);
     assert!(!plain.contains("not valid Unicode"));
     let acked = b
         .acknowledge(
@@ -205,7 +205,7 @@ fn try_open(root: &Path, sid: &str, alias: &str) -> c2c_bridge::error::Result<Br
         alias: Some(alias.into()),
         root: Some(root.to_path_buf()),
         directory: Some(root.parent().unwrap().to_path_buf()),
-        env: c2c_bridge::config::Environment::empty(),
+        env: c2c_bridge::Environment::empty(),
         ..Default::default()
     })
 }

@@ -1,5 +1,5 @@
 //! What a caller of the inbound gate hands to the model: each accepted message framed as
-//! untrusted data ([`crate::framing::frame_inbox_message`]), with its permission advisory.
+//! untrusted data ([`crate::envelope::frame_inbox_message`]), with its permission advisory.
 //! The pairing lives here, beside the gate, so a Rust caller of [`super::Broker::gate_inbox`]
 //! gets framed text exactly as the napi layer does.
 
@@ -11,7 +11,7 @@ use crate::inbox::Message;
 pub struct Deliverable {
     /// The message (still in the inbox until acknowledged).
     pub message: Message,
-    /// What the model is shown: [`crate::framing::frame_inbox_message`] of it.
+    /// What the model is shown: [`crate::envelope::frame_inbox_message`] of it.
     pub framed: String,
     /// Set when the whole body is a permission reply to one of this session's requests
     /// (advisory only: it never answers the permission).
@@ -25,7 +25,7 @@ impl GateReport {
         self.deliver
             .iter()
             .map(|m| Deliverable {
-                framed: crate::framing::frame_inbox_message(m),
+                framed: crate::envelope::frame_inbox_message(m),
                 advisory: self
                     .advisories
                     .iter()
@@ -65,7 +65,10 @@ mod tests {
         };
         let d = report.deliverables();
         assert_eq!(d.len(), 2);
-        assert_eq!(d[0].framed, crate::framing::frame_inbox_message(&msg("m1")));
+        assert_eq!(
+            d[0].framed,
+            crate::envelope::frame_inbox_message(&msg("m1"))
+        );
         assert_eq!(d[0].advisory, None);
         assert_eq!(d[1].message.message_id, "m2");
         assert_eq!(d[1].advisory, Some(adv));

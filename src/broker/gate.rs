@@ -86,7 +86,7 @@ impl Broker {
     /// doc). Records that are not messages stay in the inbox untouched.
     ///
     /// # Errors
-    /// [`Error::Closed`], store errors (nothing is moved then).
+    /// [`Error::Closed`](crate::Error::Closed), store errors (nothing is moved then).
     pub fn gate_inbox(&self) -> Result<GateReport> {
         self.check_open()?;
         let regs = self.registrations()?;

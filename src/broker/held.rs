@@ -16,7 +16,7 @@ impl Broker {
     /// The held inbox, oldest first, numbered from 1. Expired entries are not listed.
     ///
     /// # Errors
-    /// [`Error::Closed`], store errors.
+    /// [`Error::Closed`](crate::Error::Closed), store errors.
     pub fn held(&self) -> Result<Vec<HeldMessage>> {
         self.check_open()?;
         held::list(
@@ -57,7 +57,7 @@ impl Broker {
     /// Returns their ids.
     ///
     /// # Errors
-    /// [`Error::Closed`], store errors.
+    /// [`Error::Closed`](crate::Error::Closed), store errors.
     pub fn expire_held(&self) -> Result<Vec<String>> {
         self.check_open()?;
         let (_, expired) = self.take_held(None, |_, expired| {
@@ -70,7 +70,7 @@ impl Broker {
     /// notices. Returns their ids.
     ///
     /// # Errors
-    /// [`Error::NoSuchHeld`], [`Error::Closed`], store errors (nothing is removed then).
+    /// [`Error::NoSuchHeld`](crate::Error::NoSuchHeld), [`Error::Closed`](crate::Error::Closed), store errors (nothing is removed then).
     pub fn drop_held(&self, sel: HeldSelector) -> Result<Vec<String>> {
         self.check_open()?;
         let (selected, expired) = self.take_held(Some(sel), |selected, expired| {
@@ -87,7 +87,7 @@ impl Broker {
     /// locked, inbox first as in [`Broker::gate_inbox`]), so a failure moves nothing.
     ///
     /// # Errors
-    /// [`Error::NoSuchHeld`], [`Error::Closed`], store errors (nothing is moved then).
+    /// [`Error::NoSuchHeld`](crate::Error::NoSuchHeld), [`Error::Closed`](crate::Error::Closed), store errors (nothing is moved then).
     pub fn release_held(&self, sel: HeldSelector) -> Result<Vec<String>> {
         self.check_open()?;
         let (selected, expired, set_aside) = held::release(

@@ -36,7 +36,7 @@ pub struct SendOptions {
 /// What a send returns: the message is durably in the recipient's inbox (`status:
 /// "queued"`), not yet shown to anyone.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Receipt {
+pub struct SendReceipt {
     /// The new message's uuid.
     pub message_id: String,
     /// The recipient alias as stored (`"<alias>#<room>"` for rooms).
@@ -51,7 +51,7 @@ pub struct Receipt {
 
 /// A recipient skipped by a broadcast or a room send.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Skipped {
+pub struct SkippedRecipient {
     /// Its alias.
     pub alias: String,
     /// Why (`"not alive"`).
@@ -60,16 +60,16 @@ pub struct Skipped {
 
 /// The result of [`Broker::send_all`] and [`Broker::send_room`].
 #[derive(Debug, Clone, PartialEq, Default)]
-pub struct BroadcastResult {
+pub struct BroadcastReport {
     /// One receipt per recipient reached.
-    pub sent: Vec<Receipt>,
+    pub sent: Vec<SendReceipt>,
     /// Recipients not reached.
-    pub skipped: Vec<Skipped>,
+    pub skipped: Vec<SkippedRecipient>,
 }
 
 /// The result of [`Broker::ack`].
 #[derive(Debug, Clone, PartialEq, Default)]
-pub struct AckResult {
+pub struct AckReport {
     /// Ids moved to the archive by this call.
     pub acked: Vec<String>,
     /// Ids not in the inbox (already acknowledged, or never there).
@@ -250,7 +250,7 @@ impl Broker {
     }
 
     /// Append `msg` to `session_id`'s inbox under its lock; the receipt says `queued`.
-    fn enqueue(&self, to_session_id: &str, msg: Message, event: &str) -> Result<Receipt> {
+    fn enqueue(&self, to_session_id: &str, msg: Message, event: &str) -> Result<SendReceipt> {
         let value = msg.to_value();
         self.update_inbox(to_session_id, |records| {
             records.push(value);
@@ -264,7 +264,7 @@ impl Broker {
                 "to_session" => short_hash(to_session_id),
             },
         );
-        Ok(Receipt {
+        Ok(SendReceipt {
             message_id: msg.message_id,
             to_alias: msg.to_alias,
             to_session_id: to_session_id.to_string(),
@@ -280,7 +280,7 @@ impl Broker {
     /// [`Error::UnknownRecipient`], [`Error::RecipientDead`] ("recipient is not alive"),
     /// [`Error::NotRegistered`] when our own registration is gone, [`Error::Closed`], store
     /// errors.
-    pub fn send(&self, to_alias: &str, content: &str, opts: &SendOptions) -> Result<Receipt> {
+    pub fn send(&self, to_alias: &str, content: &str, opts: &SendOptions) -> Result<SendReceipt> {
         self.check_open()?;
         self.check_content(content)?;
         if alias_eq(to_alias, self.alias()) {
@@ -315,15 +315,15 @@ impl Broker {
     ///
     /// # Errors
     /// As [`Broker::send`], except recipient errors: dead peers are listed in `skipped`.
-    pub fn send_all(&self, content: &str, opts: &SendOptions) -> Result<BroadcastResult> {
+    pub fn send_all(&self, content: &str, opts: &SendOptions) -> Result<BroadcastReport> {
         self.check_open()?;
         self.check_content(content)?;
         let regs = self.registrations()?;
         self.own_registration(&regs)?;
-        let mut out = BroadcastResult::default();
+        let mut out = BroadcastReport::default();
         for r in regs.iter().filter(|r| r.session_id != self.session_id()) {
             if !r.is_alive() {
-                out.skipped.push(Skipped {
+                out.skipped.push(SkippedRecipient {
                     alias: r.alias.clone(),
                     reason: "not alive",
                 });
@@ -332,7 +332,7 @@ impl Broker {
             let mut msg = match self.prepare(r.alias.clone(), &r.session_id, content, opts) {
                 Ok(m) => m,
                 Err(Error::RateLimited { .. }) => {
-                    out.skipped.push(Skipped {
+                    out.skipped.push(SkippedRecipient {
                         alias: r.alias.clone(),
                         reason: "rate limited",
                     });
@@ -353,7 +353,7 @@ impl Broker {
         to_alias_with_room: String,
         content: &str,
         opts: &SendOptions,
-    ) -> Result<Receipt> {
+    ) -> Result<SendReceipt> {
         let msg = self.prepare(to_alias_with_room, to_session_id, content, opts)?;
         self.enqueue(to_session_id, msg, "room_enqueue")
     }
@@ -412,7 +412,7 @@ impl Broker {
     ///
     /// # Errors
     /// [`Error::Closed`], store errors.
-    pub fn ack(&self, message_ids: &[String]) -> Result<AckResult> {
+    pub fn ack(&self, message_ids: &[String]) -> Result<AckReport> {
         self.check_open()?;
         let wanted: HashSet<&str> = message_ids.iter().map(String::as_str).collect();
         self.take_from_inbox(
@@ -431,7 +431,7 @@ impl Broker {
                 .filter(|id| !got.contains(id.as_str()) && seen.insert(id.as_str()))
                 .cloned()
                 .collect();
-            AckResult { acked, missing }
+            AckReport { acked, missing }
         })
     }
 

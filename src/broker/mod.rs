@@ -36,7 +36,9 @@ pub use crate::registry::Peer;
 pub use crate::rooms::{RoomInfo, RoomMessage};
 pub use deliver::Deliverable;
 pub use gate::{GateReport, PermissionAdvisory};
-pub use messaging::{AckResult, BroadcastResult, Receipt, SendOptions, Skipped, SweepReport};
+pub use messaging::{
+    AckReport, BroadcastReport, SendOptions, SendReceipt, SkippedRecipient, SweepReport,
+};
 pub use pending::PendingOpened;
 
 // The options of an open, their defaults and their resolution live in `crate::config`
@@ -326,7 +328,7 @@ impl Broker {
             .into_iter()
             .filter(|p| !p.is_self)
             .collect();
-        Ok(crate::framing::frame_peer_list(
+        Ok(crate::envelope::frame_peer_list(
             &peers,
             &self.alias,
             own_version,
@@ -345,7 +347,7 @@ impl Broker {
             })
     }
 
-    /// Start calling `on_change` (on the root's shared watcher thread, see [`crate::watch`])
+    /// Start calling `on_change` (on the root's shared watcher thread, see `src/watch.rs`)
     /// whenever this session's inbox file changes. Replaces an earlier watch. The watch lasts
     /// until [`Broker::unwatch`] or [`Broker::close`]; dropping an open handle leaves it
     /// running (with the registration) until the process exits.

@@ -104,7 +104,7 @@ impl Broker {
     /// Returns the ids found in the inbox.
     ///
     /// # Errors
-    /// [`Error::Closed`], store errors.
+    /// [`Error::Closed`](crate::Error::Closed), store errors.
     pub fn report_paused(&self, message_ids: &[String]) -> Result<Vec<String>> {
         self.check_open()?;
         let found: Vec<Message> = self
@@ -132,7 +132,7 @@ impl Broker {
     /// This session's own receipts (the latest outcome per message), oldest first.
     ///
     /// # Errors
-    /// [`Error::Closed`], store errors.
+    /// [`Error::Closed`](crate::Error::Closed), store errors.
     pub fn receipts(&self, limit: usize) -> Result<Vec<Receipt>> {
         self.check_open()?;
         crate::receipts::read(self.root(), self.session_id(), limit, true)

@@ -5,7 +5,7 @@
 
 use serde_json::Value;
 
-use super::messaging::{BroadcastResult, SendOptions, Skipped};
+use super::messaging::{BroadcastReport, SendOptions, SkippedRecipient};
 use super::Broker;
 use crate::error::{Error, Result};
 use crate::fields;
@@ -144,7 +144,7 @@ impl Broker {
         room_id: &str,
         content: &str,
         opts: &SendOptions,
-    ) -> Result<BroadcastResult> {
+    ) -> Result<BroadcastReport> {
         self.check_open()?;
         validate_room_id(room_id)?;
         self.check_content_pub(content)?;
@@ -168,7 +168,7 @@ impl Broker {
             &message_id,
             self.lock_timeout(),
         )?;
-        let mut out = BroadcastResult::default();
+        let mut out = BroadcastReport::default();
         for m in &members {
             let (Some(sid), Some(alias)) = (
                 m.get("session_id").and_then(Value::as_str),
@@ -181,7 +181,7 @@ impl Broker {
             }
             let alive = regs.iter().any(|r| r.session_id == sid && r.is_alive());
             if !alive {
-                out.skipped.push(Skipped {
+                out.skipped.push(SkippedRecipient {
                     alias: alias.to_string(),
                     reason: "not alive",
                 });
@@ -189,7 +189,7 @@ impl Broker {
             }
             match self.enqueue_room(sid, format!("{alias}#{room_id}"), content, opts) {
                 Ok(r) => out.sent.push(r),
-                Err(Error::RateLimited { .. }) => out.skipped.push(Skipped {
+                Err(Error::RateLimited { .. }) => out.skipped.push(SkippedRecipient {
                     alias: alias.to_string(),
                     reason: "rate limited",
                 }),

@@ -1,6 +1,6 @@
 //! The options of one permission gate (`new PermissionGate({...})`) and their fallbacks.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use super::env::Environment;
 use super::vars;
@@ -103,11 +103,6 @@ impl GateSettings {
                 ..Limits::default()
             },
         }
-    }
-
-    /// The instance directory.
-    pub fn directory(&self) -> &Path {
-        &self.directory
     }
 }
 

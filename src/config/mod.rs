@@ -3,7 +3,7 @@
 //! environment variable of its own.
 //!
 //! - [`validate`] (napi `validateOptions`): the plugin's options object
-//!   (`"plugin": [["c2c-bridge", {...}]]`) and its environment overrides, against [`SCHEMA`];
+//!   (`"plugin": [["c2c-bridge", {...}]]`) and its environment overrides, against [`plugin::SCHEMA`];
 //!   every mistake is reported with a stable code, nothing is thrown.
 //! - [`OpenOptions`] → [`BrokerSettings`]: the options of one broker handle
 //!   (`Broker.open({...})`; [`OpenNumbers`] checks the JS numbers first).
@@ -60,13 +60,13 @@
 //! vocabulary is an error. The value is not used (the default applies, or for `inbound` the
 //! safe `hold`), and when the error is in an option that touches permissions — or cannot be
 //! attributed to one (an unknown key may be a misspelt `peerPermissions`) —
-//! [`Validated::auto_answers_off`] is set: the plugin's gate then answers no permission
+//! [`plugin::Validated::auto_answers_off`] is set: the plugin's gate then answers no permission
 //! request, every one goes to OpenCode's prompt, until the configuration is fixed.
 
 mod env;
 mod gate;
 mod open;
-mod plugin;
+pub mod plugin;
 pub mod vars;
 
 pub use env::Environment;
@@ -75,9 +75,7 @@ pub use open::{
     BrokerSettings, OpenNumbers, OpenOptions, DEFAULT_HELD_CAP, DEFAULT_HELD_TTL,
     DEFAULT_LOCK_TIMEOUT, DEFAULT_MAX_MESSAGE_BYTES,
 };
-pub use plugin::{
-    codes, suggest, validate, OptionError, OptionSpec, PluginOptions, Rule, Validated, SCHEMA,
-};
+pub use plugin::validate;
 
 /// Default `limit` of `roomHistory`, messages.
 pub const DEFAULT_ROOM_HISTORY_LIMIT: usize = 50;

@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use napi_derive::napi;
 
 use super::error::{to_js, JsCode};
-use super::types::PeerInfo;
+use super::types::Peer;
 use crate::store::root::resolve_path;
 use crate::store::BrokerRoot;
 use napi::Result;
@@ -73,7 +73,7 @@ pub fn check_root(root: String) -> Result<String, JsCode> {
 /// Every registration of `root` with liveness (`isSelf` is always false here).
 /// Errors: `E_ROOT_INSECURE`, `E_STORE_CORRUPT`, `E_IO`.
 #[napi(catch_unwind)]
-pub fn list_registrations(root: String) -> Result<Vec<PeerInfo>, JsCode> {
+pub fn list_registrations(root: String) -> Result<Vec<Peer>, JsCode> {
     let r = BrokerRoot::open_existing(
         std::path::Path::new(&root),
         crate::store::root::RootSource::Explicit,

@@ -10,9 +10,9 @@ use napi_derive::napi;
 
 use super::error::{to_js, JsCode};
 use super::types::{
-    AckReport, BroadcastReport, CheckOutcome, CreateRoomOptions, GateResult, HeldEntry,
-    InboxChange, InboxMessage, OpenOptions, PeerInfo, PendingOpened, ReceiptInfo, Room,
-    RoomHistoryEntry, SendOptions, SendReceipt, SweepResult,
+    AckReport, BroadcastReport, CheckOutcome, CreateRoomOptions, GateReport, HeldMessage,
+    InboxChange, InboxMessage, OpenOptions, Peer, PendingOpened, Receipt, RoomInfo, RoomMessage,
+    SendOptions, SendReceipt, SweepReport,
 };
 use crate::broker as core;
 use crate::config::{self, Environment, OpenNumbers};
@@ -141,7 +141,7 @@ impl JsBroker {
     /// Every registration of the root, with liveness (this handle's own has `isSelf`).
     /// Errors: `E_CLOSED`, `E_STORE_CORRUPT`, `E_IO`.
     #[napi(catch_unwind)]
-    pub fn list_peers(&self) -> Result<Vec<PeerInfo>, JsCode> {
+    pub fn list_peers(&self) -> Result<Vec<Peer>, JsCode> {
         Ok(self
             .inner
             .list_peers()
@@ -228,7 +228,7 @@ impl JsBroker {
     /// `dropped` receipt ("recipient session ended") for each sender. Errors: `E_CLOSED`,
     /// store codes.
     #[napi(catch_unwind)]
-    pub fn sweep(&self) -> Result<SweepResult, JsCode> {
+    pub fn sweep(&self) -> Result<SweepReport, JsCode> {
         self.inner.sweep().map(Into::into).map_err(to_js)
     }
 
@@ -310,7 +310,7 @@ impl JsBroker {
         &self,
         room_id: String,
         limit: Option<u32>,
-    ) -> Result<Vec<RoomHistoryEntry>, JsCode> {
+    ) -> Result<Vec<RoomMessage>, JsCode> {
         Ok(self
             .inner
             .room_history(
@@ -325,7 +325,7 @@ impl JsBroker {
 
     /// Every room with its members. Errors: `E_CLOSED`, store codes.
     #[napi(catch_unwind)]
-    pub fn list_rooms(&self) -> Result<Vec<Room>, JsCode> {
+    pub fn list_rooms(&self) -> Result<Vec<RoomInfo>, JsCode> {
         Ok(self
             .inner
             .list_rooms()
@@ -345,9 +345,9 @@ impl JsBroker {
     /// stay in the inbox and are returned framed for injection; held ones move to the held
     /// inbox; refused ones are archived; senders get receipts. Errors: `E_CLOSED`, store codes.
     #[napi(catch_unwind)]
-    pub fn gate_inbox(&self) -> Result<GateResult, JsCode> {
+    pub fn gate_inbox(&self) -> Result<GateReport, JsCode> {
         let r = self.inner.gate_inbox().map_err(to_js)?;
-        Ok(GateResult {
+        Ok(GateReport {
             deliver: r.deliverables().into_iter().map(Into::into).collect(),
             held: r.held,
             refused: r.refused,
@@ -358,7 +358,7 @@ impl JsBroker {
     /// The held inbox, oldest first, numbered from 1 (expired entries are not listed).
     /// Errors: `E_CLOSED`, store codes.
     #[napi(catch_unwind)]
-    pub fn held(&self) -> Result<Vec<HeldEntry>, JsCode> {
+    pub fn held(&self) -> Result<Vec<HeldMessage>, JsCode> {
         Ok(self
             .inner
             .held()
@@ -373,7 +373,7 @@ impl JsBroker {
     #[napi(catch_unwind)]
     pub fn framed_held(&self) -> Result<String, JsCode> {
         let held = self.inner.held().map_err(to_js)?;
-        Ok(crate::framing::frame_held_listing(
+        Ok(crate::envelope::frame_held_listing(
             &held,
             crate::time::now_secs(),
         ))
@@ -432,7 +432,7 @@ impl JsBroker {
     /// This session's receipts: the latest outcome of each of the last `limit` (default 50)
     /// messages it sent. Errors: `E_CLOSED`, store codes.
     #[napi(catch_unwind)]
-    pub fn receipts(&self, limit: Option<u32>) -> Result<Vec<ReceiptInfo>, JsCode> {
+    pub fn receipts(&self, limit: Option<u32>) -> Result<Vec<Receipt>, JsCode> {
         Ok(self
             .inner
             .receipts(limit.map_or(config::DEFAULT_RECEIPTS_LIMIT, |n| n as usize))
@@ -450,7 +450,7 @@ impl JsBroker {
             .inner
             .receipts(limit.map_or(config::DEFAULT_FRAMED_RECEIPTS_LIMIT, |n| n as usize))
             .map_err(to_js)?;
-        Ok(crate::framing::frame_receipts(&r))
+        Ok(crate::envelope::frame_receipts(&r))
     }
 
     /// Record that this session asked `supervisors` (aliases) about permission `permId`

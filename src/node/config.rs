@@ -1,4 +1,4 @@
-//! `validateOptions`: the plugin options checked against [`crate::config::SCHEMA`]
+//! `validateOptions`: the plugin options checked against [`crate::config::plugin::SCHEMA`]
 //! (conversion only: validation and defaults are [`crate::config`]'s).
 
 use std::collections::HashMap;

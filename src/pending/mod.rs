@@ -27,8 +27,6 @@
 //! slot must keep counting for caps, duplicates and the M4 guard until it expires. Expired
 //! slots are filtered on every read and pruned on the next write.
 
-use std::time::Duration;
-
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
@@ -153,13 +151,6 @@ pub struct Ttl {
     pub invalid: Option<String>,
     /// Whether a numeric value was clamped into range (logged as `pending_ttl_clamped`).
     pub clamped: bool,
-}
-
-impl Ttl {
-    /// The TTL as a [`Duration`].
-    pub fn duration(&self) -> Duration {
-        Duration::from_secs_f64(self.secs)
-    }
 }
 
 /// Interpret a raw `C2C_PERMISSION_TTL` value (c2c reads it as float seconds):
@@ -359,7 +350,8 @@ pub fn add_slot(
 
 /// The fields of a pending slot as c2c 0.8 writes them, in its order (our records use exactly
 /// these, so c2c reads them unchanged).
-pub const C2C_SLOT_FIELDS: [&str; 10] = [
+#[cfg(test)]
+pub(crate) const C2C_SLOT_FIELDS: [&str; 10] = [
     "perm_id",
     "kind",
     "requester_session_id",

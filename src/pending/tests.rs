@@ -1,6 +1,7 @@
 //! Unit tests of the pending-slot records and rules.
 use super::*;
 use serde_json::json;
+use std::time::Duration;
 
 fn slot(perm: &str, alias: &str, expires_at: f64) -> PendingSlot {
     PendingSlot {
@@ -44,7 +45,10 @@ fn ttl_edge_cases() {
         assert!(r.clamped && r.invalid.is_none(), "{raw}");
     }
     assert!(!t(Some("86400")).clamped);
-    assert_eq!(t(Some("1")).duration(), Duration::from_secs(1));
+    assert_eq!(
+        Duration::from_secs_f64(t(Some("1")).secs),
+        Duration::from_secs(1)
+    );
 }
 
 #[test]

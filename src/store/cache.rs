@@ -57,7 +57,7 @@ pub(crate) struct Cached<T> {
 ///
 /// Every [`ParsedFileCache::load`] `lstat`s the file. The parse is reused when the file's
 /// identity (device, inode, size, mtime and ctime with nanoseconds) is unchanged and that
-/// version was at least [`TRUST_AGE_SECS`] old when read; otherwise the file is read again
+/// version was at least `TRUST_AGE_SECS` old when read; otherwise the file is read again
 /// and, if its bytes are unchanged, the parse is reused. A write through the owning handle
 /// calls [`ParsedFileCache::invalidate`]. Anything time-dependent (liveness, expiry) is
 /// evaluated by the caller on every call, never cached here.

@@ -1,5 +1,5 @@
 //! The broker root on disk: where it is ([`root`]), how it is locked ([`lock`]) and how its
-//! JSON files are read and replaced ([`file`]).
+//! JSON files are read and replaced ([`file`](mod@file)).
 //!
 //! This module is the only one that takes locks and writes files durably; the concept modules
 //! (registry, inbox, held, rooms, receipts, pending, verdict) call it.
@@ -52,7 +52,7 @@ pub fn append_archive(
 /// Run `f` while holding the sidecar locks of the data files `files` (see [`lock::sidecar_path`]),
 /// taken in the given order, which must follow the lock order of the table in [`lock`]
 /// (debug builds panic otherwise). The locks are released when `f` returns. `f` does its
-/// reads and writes with the [`file`] functions.
+/// reads and writes with the [`file`](mod@file) functions.
 ///
 /// # Errors
 /// [`crate::Error::LockTimeout`] when a lock is held past `lock_timeout` (locks already taken

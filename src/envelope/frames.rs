@@ -2,7 +2,7 @@
 //! receipt list goes through [`crate::envelope`] here, so no peer-controlled string reaches a
 //! model unframed, whichever path shows it.
 
-use crate::envelope::{self, Kind, ListingItem, PeerText};
+use super::{self as envelope, Kind, ListingItem, PeerText};
 use crate::held::HeldMessage;
 use crate::inbox::Message;
 use crate::receipts::Receipt;
