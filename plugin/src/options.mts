@@ -77,22 +77,9 @@ export function readOptions(
   env: NodeJS.ProcessEnv,
 ): { options: BridgeOptions; report: OptionsReport } {
   const v = addon.validateOptions(raw ?? null, plainEnv(env));
-  const o = v.options;
+  // Rust validated every value and filled the plugin's own defaults: forwarded as is.
   return {
-    options: {
-      alias: o.alias,
-      brokerRoot: o.brokerRoot,
-      supervisors: o.supervisors,
-      maxMessageBytes: o.maxMessageBytes,
-      inbound: o.inbound,
-      heldCap: o.heldCap,
-      heldTtlSecs: o.heldTtlSecs,
-      rateBurst: o.rateBurst,
-      rateWindowSecs: o.rateWindowSecs,
-      peerPermissions: o.peerPermissions,
-      fallbackIntervalMs: o.fallbackIntervalMs,
-      retryBaseMs: o.retryBaseMs,
-    },
+    options: v.options,
     report: { errors: v.errors, autoAnswersOff: v.autoAnswersOff, fromEnv: v.fromEnv },
   };
 }
