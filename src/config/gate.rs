@@ -82,10 +82,19 @@ impl GateSettings {
         }
     }
 
-    /// The audit log of the gate's broker root (created 0700 and checked like a broker's).
-    /// Errors: as [`crate::policy::engine::audit_log_for`].
+    /// The audit log of the gate's broker root: [`GateSettings::broker_root`] when given, else
+    /// c2c's resolution from the process environment. The root is created (0700) and checked
+    /// like a broker's. Errors: as [`crate::store::root::BrokerRoot::open`] and
+    /// [`crate::store::root::resolve_path`].
     pub fn audit_log(&self) -> crate::Result<AuditLog> {
-        crate::policy::engine::audit_log_for(self.broker_root.clone(), &self.directory)
+        use crate::store::root::{resolve_path, BrokerRoot};
+        let (path, source) = resolve_path(
+            self.broker_root.as_deref(),
+            &Environment::Process.root_env(),
+            &self.directory,
+        )?;
+        let root = BrokerRoot::open(&path, source)?;
+        Ok(AuditLog::new(root.log()))
     }
 
     /// The engine's configuration, writing decisions to `audit`.
