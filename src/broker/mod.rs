@@ -13,6 +13,7 @@ mod messaging;
 mod pending;
 mod receipts;
 mod rooms;
+mod sweep;
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
@@ -36,10 +37,9 @@ pub use crate::registry::Peer;
 pub use crate::rooms::{RoomInfo, RoomMessage};
 pub use deliver::Deliverable;
 pub use gate::{GateReport, PermissionAdvisory};
-pub use messaging::{
-    AckReport, BroadcastReport, SendOptions, SendReceipt, SkippedRecipient, SweepReport,
-};
+pub use messaging::{AckReport, BroadcastReport, SendOptions, SendReceipt, SkippedRecipient};
 pub use pending::PendingOpened;
+pub use sweep::{SweepReport, RECIPIENT_ENDED};
 
 // The options of an open, their defaults and their resolution live in `crate::config`
 // (one table of every option); re-exported here, where callers look for them.
@@ -200,7 +200,7 @@ impl Broker {
             let inbox = crate::inbox::ensure(&root, &opts.session_id, lock_timeout);
             store::file::sync_dir(root.path())?;
             inbox?;
-            messaging::rescue_dead_letters(&root, &opts.session_id, lock_timeout, &log)?;
+            sweep::rescue_dead_letters(&root, &opts.session_id, lock_timeout, &log)?;
             alias
         };
 
