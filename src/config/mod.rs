@@ -31,8 +31,8 @@
 //! | `heldTtlSecs` | `heldTtlSecs` | — | seconds | 300 ([`DEFAULT_HELD_TTL`]) | 1–86400 | (0, 31536000], fractions kept |
 //! | `rateBurst` | `rateBurst` | — | messages per window | 20 ([`RateConfig`](crate::policy::rate::RateConfig)) | 1–10000 | 1–4294967295 |
 //! | `rateWindowSecs` | `rateWindowSecs` | — | seconds | 60 | 1–86400 | 0.1–86400, fractions kept |
-//! | `fallbackIntervalMs` | — (plugin timer) | — | **milliseconds** | 2000 ([`DEFAULT_FALLBACK_INTERVAL_MS`]) | 100–600000 | — |
-//! | `retryBaseMs` | — (plugin timer, doubles up to 30 s) | — | **milliseconds** | 500 ([`DEFAULT_RETRY_BASE_MS`]) | 10–60000 | — |
+//! | `fallbackIntervalMs` | — (plugin timer) | — | **milliseconds** | 2000 ([`plugin::DEFAULT_FALLBACK_INTERVAL_MS`]) | 100–600000 | — |
+//! | `retryBaseMs` | — (plugin timer, doubles up to 30 s) | — | **milliseconds** | 500 ([`plugin::DEFAULT_RETRY_BASE_MS`]) | 10–60000 | — |
 //! | — | `lockTimeoutMs` | — | **milliseconds** | 5000 ([`DEFAULT_LOCK_TIMEOUT`]) | — | 1–3600000 |
 //! | — | `pendingPerAliasCap` | — | active slots | 16 (c2c's) | — | 1–1000000 |
 //! | — | `pendingGlobalCap` | — | active slots | 1024 (c2c's) | — | 1–10000000 |
@@ -87,10 +87,3 @@ pub const DEFAULT_FRAMED_RECEIPTS_LIMIT: usize = 20;
 pub const DEFAULT_LOG_TAIL_LIMIT: usize = 50;
 /// Default wait of `probeLock` (`doctor`'s lock-health probe).
 pub const DEFAULT_PROBE_LOCK_TIMEOUT: std::time::Duration = std::time::Duration::from_millis(200);
-
-/// Default of the plugin's `fallbackIntervalMs`: the delivery check when `session.idle`
-/// never comes, milliseconds.
-pub const DEFAULT_FALLBACK_INTERVAL_MS: u64 = 2_000;
-/// Default of the plugin's `retryBaseMs`: the first retry delay after a failed injection,
-/// milliseconds (doubling up to 30 s).
-pub const DEFAULT_RETRY_BASE_MS: u64 = 500;

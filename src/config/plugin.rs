@@ -6,6 +6,13 @@ use std::collections::HashMap;
 
 use serde_json::Value;
 
+/// Default of the plugin's `fallbackIntervalMs`: the delivery check when `session.idle`
+/// never comes, milliseconds.
+pub const DEFAULT_FALLBACK_INTERVAL_MS: u64 = 2_000;
+/// Default of the plugin's `retryBaseMs`: the first retry delay after a failed injection,
+/// milliseconds (doubling up to 30 s).
+pub const DEFAULT_RETRY_BASE_MS: u64 = 500;
+
 /// The JSON shape and the rule of one option.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Rule {
@@ -206,15 +213,15 @@ pub struct PluginOptions {
 }
 
 impl PluginOptions {
-    /// `fallbackIntervalMs`, or its default [`super::DEFAULT_FALLBACK_INTERVAL_MS`]; milliseconds.
+    /// `fallbackIntervalMs`, or its default [`DEFAULT_FALLBACK_INTERVAL_MS`]; milliseconds.
     pub fn fallback_interval_ms_or_default(&self) -> u64 {
         self.fallback_interval_ms
-            .unwrap_or(super::DEFAULT_FALLBACK_INTERVAL_MS)
+            .unwrap_or(DEFAULT_FALLBACK_INTERVAL_MS)
     }
 
-    /// `retryBaseMs`, or its default [`super::DEFAULT_RETRY_BASE_MS`]; milliseconds.
+    /// `retryBaseMs`, or its default [`DEFAULT_RETRY_BASE_MS`]; milliseconds.
     pub fn retry_base_ms_or_default(&self) -> u64 {
-        self.retry_base_ms.unwrap_or(super::DEFAULT_RETRY_BASE_MS)
+        self.retry_base_ms.unwrap_or(DEFAULT_RETRY_BASE_MS)
     }
 }
 
