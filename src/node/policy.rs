@@ -101,6 +101,10 @@ impl From<GateDecision> for PermissionDecision {
     }
 }
 
+fn now_ms() -> i64 {
+    crate::time::now_ms()
+}
+
 /// One plugin instance's permission gate: feed it every OpenCode event, ask it about each
 /// permission request. It never answers `always`.
 #[napi(js_name = "PermissionGate")]
@@ -230,7 +234,7 @@ impl JsPermissionGate {
         ts_args_type = "event: { type: string; properties?: unknown }"
     )]
     pub fn observe(&mut self, event: Value) {
-        self.inner.observe(&event, crate::time::now_ms());
+        self.inner.observe(&event, now_ms());
     }
 
     /// Decide a `permission.asked` (`kind = "asked"`) or `permission.v2.asked` (`"v2"`)
