@@ -17,7 +17,7 @@ pub mod aliases;
 mod peers;
 mod register;
 
-pub use peers::{peers, read_peers, Peer};
+pub use peers::{peers, Peer};
 pub use register::{check_alias_reuse, register, register_no_dir_sync};
 
 use serde::{Deserialize, Serialize};
@@ -27,7 +27,9 @@ use crate::error::Result;
 use crate::ids::alias_eq;
 use crate::liveness;
 pub use crate::store::cache::ParsedFileCache;
+// Listed apart from the other `peers` names: a caller without a handle (the CLI).
 use crate::store::file as store_file;
+pub use peers::read_peers;
 
 /// One registration, in c2c 0.8's field names.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
