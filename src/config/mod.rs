@@ -39,6 +39,7 @@
 //! | — | `pid` | — | pid | this process | — | 1–2147483647 |
 //! | — | (pending-reply TTL) | `C2C_PERMISSION_TTL` (c2c's) | seconds (float) | 600 | — | clamped to 1–86400; unusable → 600 ([`crate::pending::parse_ttl`]) |
 //! | — | gate `home` | `HOME` | path | `/` when unset | — | — |
+//! | — | (diagnostics, not an option) | `C2C_BRIDGE_LOG` | `tracing` env-filter | off | — | see [`crate::diagnostics`] |
 //!
 //! Defaults of call arguments (napi methods; each call may pass its own):
 //!

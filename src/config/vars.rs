@@ -1,4 +1,5 @@
-//! The names of the environment variables c2c-bridge reads, each once. What each one sets,
+//! The names of the environment variables c2c-bridge reads, each once (besides
+//! `C2C_BRIDGE_LOG`, which [`crate::diagnostics`] reads at load). What each one sets,
 //! its unit and default: the [`crate::config`] table.
 
 /// The broker root (c2c's). In root resolution it comes after an explicit `root` and before

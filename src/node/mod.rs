@@ -8,8 +8,10 @@
 pub mod admin;
 pub mod broker;
 pub mod config;
+pub mod diagnostics;
 pub mod envelope;
 pub mod error;
+pub mod inspect;
 pub mod policy;
 pub mod types;
 pub mod verdict;

@@ -120,6 +120,7 @@ impl<T: Default> ParsedFileCache<T> {
         #[cfg(test)]
         self.reads
             .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        tracing::trace!(path = ?path, "parse cache: identity changed or too recent, reading");
         let Some((meta, bytes)) = super::file::read_bytes(path)? else {
             *slot = None;
             return Ok(Arc::new(T::default()));
@@ -131,6 +132,7 @@ impl<T: Default> ParsedFileCache<T> {
             c.checked_at = checked_at;
             return Ok(Arc::clone(&c.parsed));
         }
+        tracing::debug!(path = ?path, bytes = bytes.len(), "parse cache miss: parsing");
         let parsed = Arc::new(parse(path, &bytes)?);
         *slot = Some(Cached {
             id,
