@@ -1079,10 +1079,10 @@ export interface ValidOptions {
   rateBurst?: number
   /** `rateWindowSecs`, seconds (1–86400). */
   rateWindowSecs?: number
-  /** `fallbackIntervalMs`, milliseconds (100–600000). */
-  fallbackIntervalMs?: number
-  /** `retryBaseMs`, milliseconds (10–60000). */
-  retryBaseMs?: number
+  /** `fallbackIntervalMs`, milliseconds (100–600000); default 2000 when not given. */
+  fallbackIntervalMs: number
+  /** `retryBaseMs`, milliseconds (10–60000); default 500 when not given. */
+  retryBaseMs: number
 }
 
 /** The answer of `outgoingVia`. */

@@ -29,7 +29,7 @@
 //! | [`provenance`] | the turn index and `parentID` walk (was this turn peer-triggered?) |
 //! | [`policy`] | pure decisions: `peerPermissions`, inbound gating, hop limit, rate limit, the fail-closed guardrail |
 //! | [`diagnostics`] | `tracing` for maintainers (`C2C_BRIDGE_LOG`, off by default; never `broker.log`, which stays c2c's audit format) |
-//! | `config` | the plugin options schema and its validation (fail safe) |
+//! | `config` | options + environment → typed, validated settings: the one table of every option, default, unit, range and environment variable; the plugin options' validation (fail safe) |
 //! | [`broker`] | [`Broker`]: one session's identity-bound handle; each call binds the caller's own registration, calls the concept modules, writes the audit line |
 //! | `node` | napi classes and functions, error-code mapping (the addon's surface) |
 //!
@@ -94,4 +94,5 @@ mod verdict;
 mod watch;
 
 pub use broker::{Broker, OpenOptions, Peer};
+pub use config::Environment;
 pub use error::{Error, ErrorCode, Result};
