@@ -866,6 +866,7 @@ module.exports.readApprovalVerdict = nativeBinding.readApprovalVerdict
 module.exports.readLog = nativeBinding.readLog
 module.exports.relayProvision = nativeBinding.relayProvision
 module.exports.resolveRoot = nativeBinding.resolveRoot
+module.exports.sessionBusy = nativeBinding.sessionBusy
 module.exports.setDiagnosticsSink = nativeBinding.setDiagnosticsSink
 module.exports.strictestSetting = nativeBinding.strictestSetting
 module.exports.validateOptions = nativeBinding.validateOptions

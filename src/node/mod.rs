@@ -12,6 +12,7 @@ pub mod diagnostics;
 pub mod envelope;
 pub mod error;
 pub mod inspect;
+pub mod opencode;
 pub mod policy;
 pub mod relay;
 pub mod types;
