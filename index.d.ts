@@ -666,7 +666,8 @@ export declare function isStalePlugin(clientType: string | undefined | null, plu
 export declare function listAliasBook(root: string): Array<AliasBookEntry>
 
 /**
- * Every registration of `root` with liveness (`isSelf` is always false here).
+ * Every registration of `root` with liveness (`isSelf` is always false here), then the
+ * remote peers (`alias@node`) its relay connector mirrors, if one runs (see RELAY.md).
  * Errors: `E_ROOT_INSECURE`, `E_STORE_CORRUPT`, `E_IO`.
  */
 export declare function listRegistrations(root: string): Array<Peer>
