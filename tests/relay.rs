@@ -56,7 +56,7 @@ fn session(root: &Path, sid: &str, alias: &str) -> Broker {
             ..RateConfig::default()
         }),
         inbound: Some("accept".into()),
-        inbound_env: Some(None),
+        env: c2c_bridge::Environment::empty(),
         ..Default::default()
     })
     .unwrap()
