@@ -150,7 +150,13 @@ function startInstance(
     {
       gate: (sid) => sessions.get(sid)?.gateInbox().deliver,
       pending: (sid) => (sessions.get(sid)?.peek().length ?? 0) > 0,
-      ack: (sid, ids, status) => void sessions.get(sid)?.acknowledge(ids, status),
+      // Off OpenCode's main thread (the libuv pool): this runs right after OpenCode stored the
+      // injected message, while it is delivering that message to its clients.
+      ack: (sid, ids, status) =>
+        void sessions
+          .get(sid)
+          ?.acknowledgeAsync(ids, status)
+          .catch((err: unknown) => logger.log("warn", `ack for ${sid} failed: ${String(err)}`)),
       paused: (sid, ids) => void sessions.get(sid)?.reportPaused(ids),
       housekeeping(sid) {
         sessions.heal(sid);
