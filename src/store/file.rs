@@ -276,7 +276,11 @@ pub fn append_jsonl_once(path: &Path, values: &[Value], window: u64) -> Result<u
     if values.is_empty() {
         return Ok(0);
     }
-    let seen = tail_message_ids(path, window)?;
+    let wanted: Vec<&str> = values
+        .iter()
+        .filter_map(|v| v.get("message_id").and_then(Value::as_str))
+        .collect();
+    let seen = tail_message_ids(path, window, &wanted)?;
     let fresh: Vec<Value> = values
         .iter()
         .filter(|v| {
@@ -290,11 +294,24 @@ pub fn append_jsonl_once(path: &Path, values: &[Value], window: u64) -> Result<u
     Ok(fresh.len())
 }
 
-/// The `message_id`s of the complete lines among the last `window` bytes of a JSON-lines
-/// file (absent: none).
-fn tail_message_ids(path: &Path, window: u64) -> Result<std::collections::HashSet<String>> {
+/// Which of `wanted` are the `message_id` of a complete line among the last `window` bytes
+/// of a JSON-lines file (absent: none).
+///
+/// Only lines that can hold one of them are parsed: a line whose top-level `message_id` is
+/// `id` holds `id`'s bytes verbatim unless a writer escaped some of its characters, so when
+/// the tail is UTF-8 with no `\` escapes at all, a line without any wanted id as a substring
+/// is skipped unparsed (a substring search, instead of parsing ~256 KiB of JSON per move).
+/// Otherwise every line is parsed, as before.
+fn tail_message_ids(
+    path: &Path,
+    window: u64,
+    wanted: &[&str],
+) -> Result<std::collections::HashSet<String>> {
     use std::io::{Seek, SeekFrom};
     let mut out = std::collections::HashSet::new();
+    if wanted.is_empty() {
+        return Ok(out);
+    }
     let mut file = match open_read_nofollow(path) {
         Ok(f) => f,
         Err(e) if e.kind() == ErrorKind::NotFound => return Ok(out),
@@ -307,16 +324,33 @@ fn tail_message_ids(path: &Path, window: u64) -> Result<std::collections::HashSe
     let mut bytes = Vec::with_capacity((len - start) as usize);
     file.read_to_end(&mut bytes)
         .map_err(|e| Error::io(path, e))?;
-    let mut lines = bytes.split(|&b| b == b'\n');
+    let mut body: &[u8] = &bytes;
     if start > 0 {
-        lines.next(); // a partial first line
+        // a partial first line
+        body = match body.iter().position(|&b| b == b'\n') {
+            Some(i) => &body[i + 1..],
+            None => &[],
+        };
     }
-    for line in lines {
+    let verbatim = std::str::from_utf8(body)
+        .ok()
+        .filter(|t| !t.contains('\\'))
+        .filter(|_| wanted.iter().all(|id| !id.is_empty()));
+    let mut parse = |line: &[u8]| {
         if let Ok(v) = serde_json::from_slice::<Value>(line) {
             if let Some(id) = v.get("message_id").and_then(Value::as_str) {
-                out.insert(id.to_string());
+                if wanted.contains(&id) {
+                    out.insert(id.to_string());
+                }
             }
         }
+    };
+    match verbatim {
+        Some(text) => text
+            .split('\n')
+            .filter(|line| wanted.iter().any(|id| line.contains(id)))
+            .for_each(|line| parse(line.as_bytes())),
+        None => body.split(|&b| b == b'\n').for_each(parse),
     }
     Ok(out)
 }
@@ -506,6 +540,28 @@ mod tests {
         assert_eq!(ids, vec!["m1", "m2", "m3"]);
         // beyond the window an id is not looked for
         assert_eq!(append_jsonl_once(&p, &[v("m1")], 100).unwrap(), 1);
+    }
+
+    #[test]
+    fn append_once_matches_top_level_ids_only_escaped_or_not() {
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path().join("a.jsonl");
+        // m2 named only in a text and in a nested receipt: not the line's own id
+        let other = serde_json::json!({"message_id": "m1", "content": "about m2",
+            "receipt": {"message_id": "m2"}});
+        append_jsonl(&p, &[other]).unwrap();
+        let m2 = serde_json::json!({"message_id": "m2"});
+        assert_eq!(append_jsonl_once(&p, &[m2.clone()], 4096).unwrap(), 1);
+        assert_eq!(append_jsonl_once(&p, &[m2], 4096).unwrap(), 0);
+        // another writer escaped the id (`\u0033` is "3"): still found
+        std::fs::OpenOptions::new()
+            .append(true)
+            .open(&p)
+            .unwrap()
+            .write_all(b"{\"message_id\":\"m\\u0033\"}\n")
+            .unwrap();
+        let m3 = serde_json::json!({"message_id": "m3"});
+        assert_eq!(append_jsonl_once(&p, &[m3], 4096).unwrap(), 0);
     }
 
     #[test]
