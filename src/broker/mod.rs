@@ -144,9 +144,9 @@ pub struct Broker {
     held_ttl: Duration,
     rate: Mutex<RateLimiter>,
     /// The parsed `registry.json`, reused while the file is unchanged.
-    registry_cache: RegistryCache,
+    registry_cache: Arc<RegistryCache>,
     /// `pending_permissions.json`, parsed (reused while the file is unchanged).
-    pending_cache: crate::store::cache::ParsedFileCache<Vec<Value>>,
+    pending_cache: Arc<crate::store::cache::ParsedFileCache<Vec<Value>>>,
     /// Records of our inbox already reported as not messages (first 16 hex of their sha256).
     not_messages_reported: Mutex<std::collections::HashSet<String>>,
 }
@@ -307,6 +307,9 @@ impl Broker {
             alias
         };
 
+        // Shared with this process's other handles on the root (see `ParsedFileCache::shared`).
+        let registry_cache = RegistryCache::shared(&root.registry());
+        let pending_cache = crate::store::cache::ParsedFileCache::shared(&root.pending());
         Ok(Broker {
             root,
             session_id: opts.session_id,
@@ -325,8 +328,8 @@ impl Broker {
             held_cap: opts.held_cap.unwrap_or(DEFAULT_HELD_CAP),
             held_ttl,
             rate: Mutex::new(rate),
-            registry_cache: RegistryCache::new(),
-            pending_cache: crate::store::cache::ParsedFileCache::new(),
+            registry_cache,
+            pending_cache,
             not_messages_reported: Mutex::new(Default::default()),
         })
     }

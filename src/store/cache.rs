@@ -2,9 +2,11 @@
 //! (`send`, `listPeers`, `checkPendingReply`) read files that rarely change, and parsing them
 //! on every call grows with their size.
 
+use std::any::{Any, TypeId};
+use std::collections::HashMap;
 use std::os::unix::fs::MetadataExt;
-use std::path::Path;
-use std::sync::{Arc, Mutex};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, Weak};
 
 use crate::error::Result;
 
@@ -53,7 +55,7 @@ pub(crate) struct Cached<T> {
     parsed: Arc<T>,
 }
 
-/// A per-handle cache of one parsed store file (`registry.json`, `pending_permissions.json`).
+/// A cache of one parsed store file (`registry.json`, `pending_permissions.json`).
 ///
 /// Every [`ParsedFileCache::load`] `lstat`s the file. The parse is reused when the file's
 /// identity (device, inode, size, mtime and ctime with nanoseconds) is unchanged and that
@@ -79,8 +81,39 @@ impl<T> Default for ParsedFileCache<T> {
     }
 }
 
+/// The caches shared by every handle of this process, by (parse type, file path).
+type SharedCaches = HashMap<(TypeId, PathBuf), Weak<dyn Any + Send + Sync>>;
+static SHARED: Mutex<Option<SharedCaches>> = Mutex::new(None);
+
+impl<T: Default + Send + Sync + 'static> ParsedFileCache<T> {
+    /// The cache of `path` shared by every handle in this process that reads it as `T`
+    /// (created on first use, dropped with its last handle).
+    ///
+    /// Sharing changes no answer: a cache holds nothing but a parse of the file's bytes and
+    /// checks the file's identity on every load, whichever handle asks. It saves memory and
+    /// parses: each of N handles on one root (one per OpenCode session) holding its own parse
+    /// of a registry of N sessions grew as N² (≈ 0.7 MB per handle at 1,000 registrations).
+    pub fn shared(path: &Path) -> Arc<Self> {
+        let mut map = SHARED.lock().unwrap_or_else(|p| p.into_inner());
+        let map = map.get_or_insert_with(HashMap::new);
+        let key = (TypeId::of::<T>(), path.to_path_buf());
+        if let Some(cache) = map
+            .get(&key)
+            .and_then(Weak::upgrade)
+            .and_then(|any| any.downcast::<Self>().ok())
+        {
+            return cache;
+        }
+        map.retain(|_, w| w.strong_count() > 0);
+        let cache = Arc::new(Self::default());
+        let any: Arc<dyn Any + Send + Sync> = cache.clone();
+        map.insert(key, Arc::downgrade(&any));
+        cache
+    }
+}
+
 impl<T: Default> ParsedFileCache<T> {
-    /// An empty cache.
+    /// An empty cache of this handle's own.
     pub fn new() -> Self {
         Self::default()
     }
