@@ -230,6 +230,12 @@ mod tests {
         c.reads.load(std::sync::atomic::Ordering::Relaxed)
     }
 
+    /// Close the cached version's file, as if it had not been kept open (its inode number
+    /// could then be reused by a replacement).
+    fn unpin(c: &RegistryCache) {
+        c.slot.lock().unwrap().as_mut().unwrap().pin = None;
+    }
+
     /// Pretend the cached version was read long after it was written, so its identity alone
     /// is trusted from now on.
     fn age(c: &RegistryCache) {
@@ -266,12 +272,19 @@ mod tests {
         );
         replace(&p, &[reg_json("s1", "a")]);
         assert_eq!(aliases(&c.load(&p, parse_bytes).unwrap()), ["a"]);
-        // A fresh version is confirmed by its bytes on every call (no re-parse).
+        // A fresh version is held open by the cache (its inode number cannot be reused), so
+        // its identity alone is trusted at once: no read, no re-parse.
         let before = reads(&c);
         let first = c.load(&p, parse_bytes).unwrap();
-        assert_eq!(reads(&c), before + 1);
+        assert_eq!(reads(&c), before);
         assert!(Arc::ptr_eq(&first, &c.load(&p, parse_bytes).unwrap()));
+        // Unpinned, a fresh version is confirmed by its bytes on every call (no re-parse).
+        unpin(&c);
+        let before = reads(&c);
+        assert!(Arc::ptr_eq(&first, &c.load(&p, parse_bytes).unwrap()));
+        assert_eq!(reads(&c), before + 1);
         // Once old enough, the identity alone is trusted: no read at all.
+        unpin(&c);
         age(&c);
         let before = reads(&c);
         assert!(Arc::ptr_eq(&first, &c.load(&p, parse_bytes).unwrap()));
@@ -306,6 +319,8 @@ mod tests {
         assert_eq!(aliases(&c.load(&p, parse_bytes).unwrap()), ["a"]);
         replace(&p, &[reg_json("s1", "b")]);
         let id = FileId::of(&std::fs::symlink_metadata(&p).unwrap());
+        // Only possible for a version the cache does not hold open.
+        unpin(&c);
         c.slot.lock().unwrap().as_mut().unwrap().id = id;
         assert_eq!(aliases(&c.load(&p, parse_bytes).unwrap()), ["b"]);
     }

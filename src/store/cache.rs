@@ -51,6 +51,12 @@ pub(crate) struct Cached<T> {
     pub(crate) id: FileId,
     /// Wall clock (epoch seconds) just after the bytes were last read and compared.
     pub(crate) checked_at: f64,
+    /// The version read, kept open: while it is open its inode cannot be freed, so no file
+    /// that replaces it can reuse its inode number. A path whose identity still matches is
+    /// then this very inode, however young (every writer of the format replaces files by
+    /// `rename`; none writes in place), and [`TRUST_AGE_SECS`] need not be waited for.
+    /// `None` in tests that simulate an unpinned version.
+    pub(crate) pin: Option<std::fs::File>,
     bytes: Vec<u8>,
     parsed: Arc<T>,
 }
@@ -59,8 +65,9 @@ pub(crate) struct Cached<T> {
 ///
 /// Every [`ParsedFileCache::load`] `lstat`s the file. The parse is reused when the file's
 /// identity (device, inode, size, mtime and ctime with nanoseconds) is unchanged and that
-/// version was at least [`TRUST_AGE_SECS`] old when read; otherwise the file is read again
-/// and, if its bytes are unchanged, the parse is reused. A write through the owning handle
+/// version is still held open by the cache (see [`Cached::pin`]) or was at least
+/// [`TRUST_AGE_SECS`] old when read; otherwise the file is read again and, if its bytes are
+/// unchanged, the parse is reused. A write through the owning handle
 /// calls [`ParsedFileCache::invalidate`]. Anything time-dependent (liveness, expiry) is
 /// evaluated by the caller on every call, never cached here.
 #[derive(Debug)]
@@ -138,7 +145,9 @@ impl<T: Default> ParsedFileCache<T> {
             Ok(m) if m.file_type().is_file() => {
                 if let Some(c) = slot.as_ref() {
                     let id = FileId::of(&m);
-                    if c.id == id && id.changed_at() + TRUST_AGE_SECS <= c.checked_at {
+                    if c.id == id
+                        && (c.pin.is_some() || id.changed_at() + TRUST_AGE_SECS <= c.checked_at)
+                    {
                         return Ok(Arc::clone(&c.parsed));
                     }
                 }
@@ -153,7 +162,7 @@ impl<T: Default> ParsedFileCache<T> {
         #[cfg(test)]
         self.reads
             .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        let Some((meta, bytes)) = super::file::read_bytes(path)? else {
+        let Some((file, meta, bytes)) = super::file::read_bytes_open(path)? else {
             *slot = None;
             return Ok(Arc::new(T::default()));
         };
@@ -162,12 +171,14 @@ impl<T: Default> ParsedFileCache<T> {
         if let Some(c) = slot.as_mut().filter(|c| c.bytes == bytes) {
             c.id = id;
             c.checked_at = checked_at;
+            c.pin = Some(file);
             return Ok(Arc::clone(&c.parsed));
         }
         let parsed = Arc::new(parse(path, &bytes)?);
         *slot = Some(Cached {
             id,
             checked_at,
+            pin: Some(file),
             bytes,
             parsed: Arc::clone(&parsed),
         });

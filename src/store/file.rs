@@ -53,6 +53,13 @@ pub fn read_array(path: &Path) -> Result<Vec<Value>> {
 /// # Errors
 /// [`Error::Io`] on any failure other than absence, including a symlink in the file's place.
 pub(crate) fn read_bytes(path: &Path) -> Result<Option<(std::fs::Metadata, Vec<u8>)>> {
+    Ok(read_bytes_open(path)?.map(|(_, meta, bytes)| (meta, bytes)))
+}
+
+/// [`read_bytes`], also returning the open file (a cache keeps it to pin the inode).
+pub(crate) fn read_bytes_open(
+    path: &Path,
+) -> Result<Option<(std::fs::File, std::fs::Metadata, Vec<u8>)>> {
     let mut file = match open_read_nofollow(path) {
         Ok(f) => f,
         Err(e) if e.kind() == ErrorKind::NotFound => return Ok(None),
@@ -62,7 +69,7 @@ pub(crate) fn read_bytes(path: &Path) -> Result<Option<(std::fs::Metadata, Vec<u
     let mut bytes = Vec::with_capacity(meta.len() as usize + 1);
     file.read_to_end(&mut bytes)
         .map_err(|e| Error::io(path, e))?;
-    Ok(Some((meta, bytes)))
+    Ok(Some((file, meta, bytes)))
 }
 
 /// Parse the bytes of a JSON-array file read from `path`; anything but a JSON array is
