@@ -42,7 +42,7 @@ export declare class Broker {
    * Every registration of the root, with liveness (this handle's own has `isSelf`).
    * Errors: `E_CLOSED`, `E_STORE_CORRUPT`, `E_IO`.
    */
-  listPeers(): Array<PeerInfo>
+  listPeers(): Array<Peer>
   /**
    * The other registrations as one framed listing for a model; OpenCode peers whose
    * `pluginVersion` differs from `ownVersion` are flagged `stale`. Errors: as `listPeers`.
@@ -82,7 +82,7 @@ export declare class Broker {
    * `dropped` receipt ("recipient session ended") for each sender. Errors: `E_CLOSED`,
    * store codes.
    */
-  sweep(): SweepResult
+  sweep(): SweepReport
   /**
    * Join a room (created public if needed, as c2c does). An invite-only room admits only
    * its members and invited aliases (c2c's rule).
@@ -124,9 +124,9 @@ export declare class Broker {
    * only to members. Errors: `E_NOT_MEMBER`, `E_INVALID_ID`, `E_UNKNOWN_ROOM`, `E_CLOSED`,
    * store codes.
    */
-  roomHistory(roomId: string, limit?: number | undefined | null): Array<RoomHistoryEntry>
+  roomHistory(roomId: string, limit?: number | undefined | null): Array<RoomMessage>
   /** Every room with its members. Errors: `E_CLOSED`, store codes. */
-  listRooms(): Array<Room>
+  listRooms(): Array<RoomInfo>
   /** The inbound policy in force: `accept`, `auto`, `hold` or `refuse`. */
   get inboundMode(): string
   /**
@@ -134,12 +134,12 @@ export declare class Broker {
    * stay in the inbox and are returned framed for injection; held ones move to the held
    * inbox; refused ones are archived; senders get receipts. Errors: `E_CLOSED`, store codes.
    */
-  gateInbox(): GateResult
+  gateInbox(): GateReport
   /**
    * The held inbox, oldest first, numbered from 1 (expired entries are not listed).
    * Errors: `E_CLOSED`, store codes.
    */
-  held(): Array<HeldEntry>
+  held(): Array<HeldMessage>
   /**
    * The held inbox as one framed listing for a model or a human.
    * Errors: `E_CLOSED`, store codes.
@@ -185,7 +185,7 @@ export declare class Broker {
    * This session's receipts: the latest outcome of each of the last `limit` (default 50)
    * messages it sent. Errors: `E_CLOSED`, store codes.
    */
-  receipts(limit?: number | undefined | null): Array<ReceiptInfo>
+  receipts(limit?: number | undefined | null): Array<Receipt>
   /**
    * The receipts as one framed listing for a model.
    * Errors: `E_CLOSED`, store codes.
@@ -404,7 +404,7 @@ export interface DeliverableMessage {
   /** What the model is shown: the message framed as untrusted data (or a receipt notice). */
   framed: string
   /** Set when the whole body is a permission reply to one of this session's requests. */
-  permissionReply?: PermissionAdvisoryInfo
+  permissionReply?: PermissionAdvisory
 }
 
 /**
@@ -502,7 +502,7 @@ export interface GateOptions {
 }
 
 /** Result of `gateInbox`. */
-export interface GateResult {
+export interface GateReport {
   /** Accepted messages (still in the inbox), oldest first, framed. */
   deliver: Array<DeliverableMessage>
   /** Ids moved to the held inbox. */
@@ -517,7 +517,7 @@ export interface GateResult {
 }
 
 /** A held message. */
-export interface HeldEntry {
+export interface HeldMessage {
   /** 1-based number (what `releaseHeld("3")` takes). */
   index: number
   /** The message (untrusted). */
@@ -559,7 +559,7 @@ export interface InboxMessage {
   /** True when a human released it from the held inbox. */
   released: boolean
   /** Set on a receipt notice from `c2c-system` about a message this session sent. */
-  receipt?: ReceiptInfo
+  receipt?: Receipt
   /**
    * True when the stored text held invalid Unicode (a lone surrogate, bytes that are not
    * UTF-8), replaced with U+FFFD when read; the frame says so.
@@ -604,7 +604,7 @@ export declare function listAliasBook(root: string): Array<AliasBookEntry>
  * Every registration of `root` with liveness (`isSelf` is always false here).
  * Errors: `E_ROOT_INSECURE`, `E_STORE_CORRUPT`, `E_IO`.
  */
-export declare function listRegistrations(root: string): Array<PeerInfo>
+export declare function listRegistrations(root: string): Array<Peer>
 
 /**
  * Registry records that name an alias but cannot be read as registrations (e.g. a string
@@ -713,7 +713,7 @@ export interface OptionError {
 export declare function parsePermissionReply(body: string): PermissionReplyText | null
 
 /** A registration as listed by `listPeers`. */
-export interface PeerInfo {
+export interface Peer {
   /** Alias (original case). Peer-controlled: frame it before showing it to a model. */
   alias: string
   /** Session id. */
@@ -754,7 +754,7 @@ export interface PendingOpened {
 }
 
 /** A permission reply found in a delivered message (advisory only; it answers nothing). */
-export interface PermissionAdvisoryInfo {
+export interface PermissionAdvisory {
   /** The perm id it names. */
   permId: string
   /** `approve-once`, `approve-always` or `reject`. */
@@ -827,7 +827,7 @@ export declare function readApprovalVerdict(root: string, token: string): Approv
 export declare function readLog(root: string, limit?: number | undefined | null): Array<string>
 
 /** The outcome of a message this session sent. */
-export interface ReceiptInfo {
+export interface Receipt {
   /** The message. */
   messageId: string
   /**
@@ -861,8 +861,8 @@ export interface RemovedRegistration {
 export declare function resolveRoot(root?: string | undefined | null, directory?: string | undefined | null, env?: Record<string, string> | undefined | null): RootLocation
 
 /** A room as listed by `listRooms`. */
-export interface Room {
-  /** Room id. */
+export interface RoomInfo {
+  /** RoomInfo id. */
   roomId: string
   /** Member aliases. */
   members: Array<string>
@@ -877,7 +877,7 @@ export interface Room {
 }
 
 /** One line of a room's history. `fromAlias` and `content` are untrusted. */
-export interface RoomHistoryEntry {
+export interface RoomMessage {
   /** Sender alias. */
   fromAlias: string
   /** Text. */
@@ -944,7 +944,7 @@ export interface SkippedRecipient {
 export declare function strictestSetting(setting: string, values: Array<string>): string | null
 
 /** Result of `sweep`. */
-export interface SweepResult {
+export interface SweepReport {
   /** Dead registrations removed. */
   removed: Array<RemovedRegistration>
   /** Messages moved to `dead-letter.jsonl` (none is dropped). */

@@ -16,13 +16,10 @@ use std::fs::OpenOptions;
 use std::io::Write;
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
-use std::time::Duration;
 
 use nix::libc;
 use serde_json::{Map, Value};
 use sha2::{Digest, Sha256};
-
-use crate::store::lock::{sidecar_path, LockGuard};
 
 /// c2c's rotation size: 10 MiB.
 pub const DEFAULT_MAX_BYTES: u64 = 10 * 1024 * 1024;
@@ -103,21 +100,7 @@ impl AuditLog {
     }
 
     fn rotate(&self, incoming: u64) -> std::io::Result<()> {
-        let Ok(_guard) = LockGuard::acquire(&sidecar_path(&self.path), Duration::from_secs(2))
-        else {
-            return Ok(()); // someone else is rotating
-        };
-        // Re-check under the lock: another process may have rotated already.
-        match std::fs::symlink_metadata(&self.path) {
-            Ok(m) if m.len() + incoming > self.max_bytes => {}
-            _ => return Ok(()),
-        }
-        let numbered = |n: u32| PathBuf::from(format!("{}.{n}", self.path.display()));
-        let _ = std::fs::remove_file(numbered(self.keep));
-        for n in (1..self.keep).rev() {
-            let _ = std::fs::rename(numbered(n), numbered(n + 1));
-        }
-        std::fs::rename(&self.path, numbered(1))
+        crate::store::file::rotate(&self.path, self.keep, |len| len + incoming > self.max_bytes)
     }
 
     /// The last `limit` parsed lines (newest last) of the current file.

@@ -12,25 +12,12 @@ pub fn now_secs() -> f64 {
         .unwrap_or(0.0)
 }
 
-/// Epoch milliseconds (OpenCode's unit) to c2c's epoch seconds.
-pub fn ms_to_secs(ms: f64) -> f64 {
-    ms / 1000.0
-}
-
-/// c2c's epoch seconds to epoch milliseconds.
-pub fn secs_to_ms(secs: f64) -> f64 {
-    secs * 1000.0
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
-    fn ms_secs_roundtrip() {
-        for ms in [0.0, 1.0, 1_764_000_000_123.0, 1_764_000_000_999.0] {
-            assert_eq!(secs_to_ms(ms_to_secs(ms)).round(), ms);
-        }
+    fn now_is_in_seconds() {
         let now = now_secs();
         assert!(now > 1.7e9 && now < 1e10, "seconds, not ms: {now}");
     }

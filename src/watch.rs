@@ -52,24 +52,6 @@ pub fn is_dead(root: &Path) -> bool {
         .is_some_and(|rw| rw.dead.load(Ordering::Acquire))
 }
 
-/// How many roots this process watches, i.e. its live `notify` watchers (one inotify instance
-/// and one thread each on Linux), and how many subscriptions they serve in total.
-pub fn stats() -> (usize, usize) {
-    let t = table().lock().unwrap_or_else(|p| p.into_inner());
-    let subs = t
-        .values()
-        .map(|r| {
-            r.subscribers
-                .lock()
-                .unwrap_or_else(|p| p.into_inner())
-                .values()
-                .map(Vec::len)
-                .sum::<usize>()
-        })
-        .sum();
-    (t.len(), subs)
-}
-
 /// One subscription to changes of one inbox file. Dropping it (or [`InboxWatcher::stop`])
 /// ends it; [`InboxWatcher::detach`] leaves it running until the process exits.
 pub struct InboxWatcher {

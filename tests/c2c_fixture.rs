@@ -5,7 +5,7 @@
 
 mod common;
 
-use c2c_bridge::room_meta::Visibility;
+use c2c_bridge::rooms::Visibility;
 use c2c_bridge::{Broker, ErrorCode, OpenOptions};
 use common::{copy_fixture, json, make_alive, refresh_pending, LiveProcess};
 use serde_json::{json, Value};

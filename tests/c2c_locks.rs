@@ -85,6 +85,7 @@ entry_tests! {
     lock_broker_log => "broker.log",
     lock_relay_pins => "relay_pins.json",
     lock_held => "held/<sid>.json",
+    lock_alias_book => "c2c-bridge-aliases.json",
 }
 
 /// The fixture with alice as our own handle (short lock timeout) and bob alive.

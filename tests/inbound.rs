@@ -97,7 +97,7 @@ fn refuse_archives_and_tells_the_sender_with_a_framed_notice() {
     let notices = a.gate_inbox().unwrap().deliver;
     assert_eq!(notices.len(), 1);
     assert_eq!(notices[0].from_alias, "c2c-system");
-    let framed = c2c_bridge::framing::frame_inbox_message(&notices[0]);
+    let framed = c2c_bridge::envelope::frame_inbox_message(&notices[0]);
     assert!(framed.contains("refused"));
     assert!(framed.contains(&sent.message_id));
 }

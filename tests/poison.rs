@@ -142,13 +142,13 @@ fn a_poisoned_inbox_delivers_every_other_record_and_keeps_taking_mail() {
             after.message_id.as_str()
         ]
     );
-    let framed = c2c_bridge::framing::frame_inbox_message(&g.deliver[1]);
+    let framed = c2c_bridge::envelope::frame_inbox_message(&g.deliver[1]);
     assert!(
         framed.contains("note: the stored text was not valid Unicode"),
         "{framed}"
     );
     assert!(framed.contains("status: build green \u{fffd}"));
-    let plain = c2c_bridge::framing::frame_inbox_message(&g.deliver[0]);
+    let plain = c2c_bridge::envelope::frame_inbox_message(&g.deliver[0]);
     assert!(!plain.contains("not valid Unicode"));
     let acked = b
         .acknowledge(

@@ -14,13 +14,12 @@ use super::Broker;
 use crate::error::{Error, Result};
 use crate::fields;
 use crate::ids::alias_eq;
-use crate::inbox::{archived, raw_message_id, Message};
+use crate::inbox::{raw_message_id, Message};
 use crate::log::{short_hash, AuditLog};
 use crate::policy::rate::RateDecision;
 use crate::receipts::Status;
 use crate::registry::Registration;
-use crate::store::file::{read_jsonl, write_bytes_atomic, JsonLine};
-use crate::store::{self, BrokerRoot, LockGuard};
+use crate::store::{self, BrokerRoot};
 
 /// The reason of the `dropped` receipt for mail of a session that ended or was swept.
 pub const RECIPIENT_ENDED: &str = "recipient session ended";
@@ -37,7 +36,7 @@ pub struct SendOptions {
 /// What a send returns: the message is durably in the recipient's inbox (`status:
 /// "queued"`), not yet shown to anyone.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Receipt {
+pub struct SendReceipt {
     /// The new message's uuid.
     pub message_id: String,
     /// The recipient alias as stored (`"<alias>#<room>"` for rooms).
@@ -52,7 +51,7 @@ pub struct Receipt {
 
 /// A recipient skipped by a broadcast or a room send.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Skipped {
+pub struct SkippedRecipient {
     /// Its alias.
     pub alias: String,
     /// Why (`"not alive"`).
@@ -61,16 +60,16 @@ pub struct Skipped {
 
 /// The result of [`Broker::send_all`] and [`Broker::send_room`].
 #[derive(Debug, Clone, PartialEq, Default)]
-pub struct BroadcastResult {
+pub struct BroadcastReport {
     /// One receipt per recipient reached.
-    pub sent: Vec<Receipt>,
+    pub sent: Vec<SendReceipt>,
     /// Recipients not reached.
-    pub skipped: Vec<Skipped>,
+    pub skipped: Vec<SkippedRecipient>,
 }
 
 /// The result of [`Broker::ack`].
 #[derive(Debug, Clone, PartialEq, Default)]
-pub struct AckResult {
+pub struct AckReport {
     /// Ids moved to the archive by this call.
     pub acked: Vec<String>,
     /// Ids not in the inbox (already acknowledged, or never there).
@@ -251,7 +250,7 @@ impl Broker {
     }
 
     /// Append `msg` to `session_id`'s inbox under its lock; the receipt says `queued`.
-    fn enqueue(&self, to_session_id: &str, msg: Message, event: &str) -> Result<Receipt> {
+    fn enqueue(&self, to_session_id: &str, msg: Message, event: &str) -> Result<SendReceipt> {
         let value = msg.to_value();
         self.update_inbox(to_session_id, |records| {
             records.push(value);
@@ -265,7 +264,7 @@ impl Broker {
                 "to_session" => short_hash(to_session_id),
             },
         );
-        Ok(Receipt {
+        Ok(SendReceipt {
             message_id: msg.message_id,
             to_alias: msg.to_alias,
             to_session_id: to_session_id.to_string(),
@@ -281,7 +280,7 @@ impl Broker {
     /// [`Error::UnknownRecipient`], [`Error::RecipientDead`] ("recipient is not alive"),
     /// [`Error::NotRegistered`] when our own registration is gone, [`Error::Closed`], store
     /// errors.
-    pub fn send(&self, to_alias: &str, content: &str, opts: &SendOptions) -> Result<Receipt> {
+    pub fn send(&self, to_alias: &str, content: &str, opts: &SendOptions) -> Result<SendReceipt> {
         self.check_open()?;
         self.check_content(content)?;
         if alias_eq(to_alias, self.alias()) {
@@ -316,15 +315,15 @@ impl Broker {
     ///
     /// # Errors
     /// As [`Broker::send`], except recipient errors: dead peers are listed in `skipped`.
-    pub fn send_all(&self, content: &str, opts: &SendOptions) -> Result<BroadcastResult> {
+    pub fn send_all(&self, content: &str, opts: &SendOptions) -> Result<BroadcastReport> {
         self.check_open()?;
         self.check_content(content)?;
         let regs = self.registrations()?;
         self.own_registration(&regs)?;
-        let mut out = BroadcastResult::default();
+        let mut out = BroadcastReport::default();
         for r in regs.iter().filter(|r| r.session_id != self.session_id()) {
             if !r.is_alive() {
-                out.skipped.push(Skipped {
+                out.skipped.push(SkippedRecipient {
                     alias: r.alias.clone(),
                     reason: "not alive",
                 });
@@ -333,7 +332,7 @@ impl Broker {
             let mut msg = match self.prepare(r.alias.clone(), &r.session_id, content, opts) {
                 Ok(m) => m,
                 Err(Error::RateLimited { .. }) => {
-                    out.skipped.push(Skipped {
+                    out.skipped.push(SkippedRecipient {
                         alias: r.alias.clone(),
                         reason: "rate limited",
                     });
@@ -354,7 +353,7 @@ impl Broker {
         to_alias_with_room: String,
         content: &str,
         opts: &SendOptions,
-    ) -> Result<Receipt> {
+    ) -> Result<SendReceipt> {
         let msg = self.prepare(to_alias_with_room, to_session_id, content, opts)?;
         self.enqueue(to_session_id, msg, "room_enqueue")
     }
@@ -413,7 +412,7 @@ impl Broker {
     ///
     /// # Errors
     /// [`Error::Closed`], store errors.
-    pub fn ack(&self, message_ids: &[String]) -> Result<AckResult> {
+    pub fn ack(&self, message_ids: &[String]) -> Result<AckReport> {
         self.check_open()?;
         let wanted: HashSet<&str> = message_ids.iter().map(String::as_str).collect();
         self.take_from_inbox(
@@ -432,7 +431,7 @@ impl Broker {
                 .filter(|id| !got.contains(id.as_str()) && seen.insert(id.as_str()))
                 .cloned()
                 .collect();
-            AckResult { acked, missing }
+            AckReport { acked, missing }
         })
     }
 
@@ -455,30 +454,21 @@ impl Broker {
         Ok(out)
     }
 
+    /// [`crate::inbox::archive::take`] on this session's inbox, with the audit line and the
+    /// reports of records set aside.
     pub(super) fn take_from_inbox(
         &self,
         pick: impl Fn(&Value) -> bool,
         how: &str,
     ) -> Result<Vec<Value>> {
-        let archive = self.root().archive(self.session_id())?;
-        let sid = self.session_id().to_string();
-        let sid_owned = self.session_id().to_string();
-        let taken = self.update_inbox(&sid_owned, |records| {
-            let window = archive_window(records);
-            let (taken, kept): (Vec<Value>, Vec<Value>) =
-                std::mem::take(records).into_iter().partition(|v| pick(v));
-            *records = kept;
-            if taken.is_empty() {
-                return Ok((taken, false));
-            }
-            let now = crate::time::now_secs();
-            let lines: Vec<Value> = taken
-                .iter()
-                .map(|v| archived(v.clone(), now, &format!("c2c-bridge:{how}"), &sid))
-                .collect();
-            store::append_archive(&archive, &lines, window, self.lock_timeout())?;
-            Ok((taken, true))
-        })?;
+        let (taken, moved) = crate::inbox::archive::take(
+            self.root(),
+            self.session_id(),
+            self.lock_timeout(),
+            pick,
+            &format!("c2c-bridge:{how}"),
+        )?;
+        self.report_set_aside(self.session_id(), moved);
         if !taken.is_empty() {
             self.audit().event(
                 "inbox_ack",
@@ -542,67 +532,37 @@ impl Broker {
     }
 
     fn dead_letter_inbox(&self, sid: &str) -> Result<usize> {
-        let inbox = self.root().inbox(sid);
-        let _guard = LockGuard::acquire(&store::lock::sidecar_path(&inbox), self.lock_timeout())?;
-        // Re-check under the inbox lock: the session may have registered since the sweep
-        // looked (registering takes this lock to create its inbox, so it cannot slip past).
-        let registered = self
-            .registrations()?
-            .iter()
-            .any(|r| r.session_id == sid && r.is_alive());
-        if registered {
+        let moved =
+            crate::inbox::dead_letter::dead_letter(self.root(), sid, self.lock_timeout(), || {
+                Ok(self
+                    .registrations()?
+                    .iter()
+                    .any(|r| r.session_id == sid && r.is_alive()))
+            })?;
+        let Some(records) = moved else {
             return Ok(0);
-        }
-        let entries = crate::inbox::read(&inbox)?;
-        let mut unread = Vec::new();
-        let mut originals = Vec::new();
-        for e in &entries {
-            match e {
-                crate::inbox::Entry::NotUnderstood(s) => unread.push(s.clone()),
-                crate::inbox::Entry::Message {
-                    original: Some(o), ..
-                } => originals.push(o.clone()),
-                _ => {}
-            }
-        }
-        if !unread.is_empty() || !originals.is_empty() {
-            // Kept byte for byte before the inbox goes.
-            crate::inbox::keep_all_aside(self.root(), sid, &originals, &mut unread)?;
-        }
-        let records: Vec<Value> = entries.iter().filter_map(|e| e.value().cloned()).collect();
-        let now = crate::time::now_secs();
-        let lines: Vec<Value> = records
-            .iter()
-            .map(|v| {
-                let mut v = v.clone();
-                if let Value::Object(m) = &mut v {
-                    m.insert("session_id".into(), Value::from(sid));
-                    m.insert("dead_lettered_at".into(), Value::from(now));
-                }
-                v
-            })
-            .collect();
-        {
-            let dl = self.root().dead_letter();
-            let _dl_guard =
-                LockGuard::acquire(&store::lock::sidecar_path(&dl), self.lock_timeout())?;
-            store::append_jsonl(&dl, &lines)?;
-        }
-        std::fs::remove_file(&inbox).map_err(|e| Error::io(&inbox, e))?;
+        };
         // A terminal receipt for every message: its sender learns that it was not delivered.
-        let notices: Vec<super::gate::Notice> = records
+        let notices: Vec<super::receipts::Notice> = records
             .iter()
             .filter_map(Message::from_value)
             .filter(|m| m.receipt.is_none())
             .filter_map(|m| {
                 Some((
                     m.from_session_id.clone()?,
-                    super::gate::receipt(&m, Status::Dropped, RECIPIENT_ENDED),
+                    m.receipt_for(Status::Dropped, RECIPIENT_ENDED),
                 ))
             })
             .collect();
         self.send_notices(notices);
-        Ok(lines.len())
+        Ok(records.len())
+    }
+
+    /// Take the inbox lock briefly: lets tests and tools wait for a writer.
+    #[doc(hidden)]
+    pub fn sync_inbox(&self) -> Result<()> {
+        let inbox = self.root().inbox(self.session_id());
+        store::with_locks(&[&inbox], self.lock_timeout(), || Ok(()))
     }
 
     /// The session ended (deleted in OpenCode): unregister as [`Broker::close`] does, then move
@@ -623,7 +583,7 @@ impl Broker {
         }
         let n = self.dead_letter_inbox(self.session_id())?;
         // An ended session never comes back: its alias is free for new sessions.
-        super::aliases::forget(self.root(), self.session_id(), self.lock_timeout())?;
+        crate::registry::aliases::forget(self.root(), self.session_id(), self.lock_timeout())?;
         self.audit().event(
             "session_ended",
             fields! {"session" => short_hash(self.session_id()), "dead_lettered" => n},
@@ -632,78 +592,19 @@ impl Broker {
     }
 }
 
-/// How far back in an archive a move from `records` looks for its own earlier, crashed
-/// append ([`store::file::append_jsonl_once`]): twice the records' JSON size (archive lines
-/// add three fields to each) plus 256 KiB for appends from other paths since.
-pub(super) fn archive_window(records: &[Value]) -> u64 {
-    let size: usize = records
-        .iter()
-        .map(|v| serde_json::to_vec(v).map_or(0, |b| b.len() + 128))
-        .sum();
-    2 * size as u64 + 256 * 1024
-}
-
-/// Move dead-lettered mail addressed to `session_id` back into its inbox (deduplicated by
-/// `message_id`); other lines of `dead-letter.jsonl`, parseable or not, are kept. Called
-/// when a session registers, so a restart or a sweep in between loses nothing — and mail
-/// follows the *session*, never an alias that a new owner has taken.
+/// [`crate::inbox::dead_letter::rescue`] with its audit line: called when a session registers.
 pub(super) fn rescue_dead_letters(
     root: &BrokerRoot,
     session_id: &str,
     lock_timeout: Duration,
     log: &AuditLog,
 ) -> Result<()> {
-    let dl = root.dead_letter();
-    if !dl.exists() {
-        return Ok(());
+    let count = crate::inbox::dead_letter::rescue(root, session_id, lock_timeout)?;
+    if count > 0 {
+        log.event(
+            "dead_letter_rescue",
+            fields! {"session" => short_hash(session_id), "count" => count},
+        );
     }
-    // Lock order, as in the sweep: the inbox lock, then the dead-letter lock.
-    let inbox = root.inbox(session_id);
-    let _inbox_guard = LockGuard::acquire(&store::lock::sidecar_path(&inbox), lock_timeout)?;
-    let _dl_guard = LockGuard::acquire(&store::lock::sidecar_path(&dl), lock_timeout)?;
-    let lines = read_jsonl(&dl)?;
-    let (mine, rest): (Vec<JsonLine>, Vec<JsonLine>) = lines.into_iter().partition(|l| {
-        matches!(l, JsonLine::Value(v) if v.get("session_id").and_then(Value::as_str) == Some(session_id))
-    });
-    let count = mine.len();
-    if count == 0 {
-        return Ok(());
-    }
-    crate::inbox::update_locked(root, session_id, |records| {
-        let have: HashSet<String> = records
-            .iter()
-            .filter_map(|v| raw_message_id(v).map(String::from))
-            .collect();
-        for line in mine {
-            if let JsonLine::Value(mut v) = line {
-                if raw_message_id(&v).is_some_and(|id| have.contains(&*id)) {
-                    continue;
-                }
-                if let Value::Object(m) = &mut v {
-                    m.remove("session_id");
-                    m.remove("dead_lettered_at");
-                }
-                records.push(v);
-            }
-        }
-        Ok(((), true))
-    })?;
-    // The inbox first, then the dead letter: a crash in between leaves copies in the dead
-    // letter (deduplicated by message_id next time), never a lost message.
-    let mut bytes = Vec::new();
-    for line in rest {
-        match line {
-            JsonLine::Value(v) => {
-                serde_json::to_writer(&mut bytes, &v).map_err(|e| Error::io(&dl, e.into()))?
-            }
-            JsonLine::Unparsed(s) => bytes.extend_from_slice(s.as_bytes()),
-        }
-        bytes.push(b'\n');
-    }
-    write_bytes_atomic(&dl, &bytes)?;
-    log.event(
-        "dead_letter_rescue",
-        fields! {"session" => short_hash(session_id), "count" => count},
-    );
     Ok(())
 }

@@ -4,12 +4,13 @@
 //! `(session_id, alias)` and no method takes a session id or alias to act as someone else.
 //! The recipient of a send is a *target*, never an identity.
 
-pub mod aliases;
 #[cfg(test)]
 mod cache_tests;
 mod gate;
+mod held;
 mod messaging;
 mod pending;
+mod receipts;
 mod rooms;
 
 use std::path::PathBuf;
@@ -25,17 +26,19 @@ use crate::ids::{alias_eq, validate_alias, validate_session_id};
 use crate::log::{short_hash, AuditLog};
 use crate::policy::inbound::InboundMode;
 use crate::policy::rate::RateLimiter;
-use crate::registry::{
-    free_alternative, parse_all, unparsed_all, Registration, RegistryCache, Unparsed,
-};
+use crate::registry::{aliases, parse_all, Registration, RegistryCache};
 use crate::store::root::{resolve_path, RootEnv};
 use crate::store::{self, BrokerRoot};
 use crate::watch::InboxWatcher;
 
-pub use gate::{GateReport, HeldMessage, HeldSelector, PermissionAdvisory};
-pub use messaging::{AckResult, BroadcastResult, Receipt, SendOptions, Skipped, SweepReport};
+pub use crate::held::{HeldMessage, HeldSelector};
+pub use crate::registry::Peer;
+pub use crate::rooms::{RoomInfo, RoomMessage};
+pub use gate::{GateReport, PermissionAdvisory};
+pub use messaging::{
+    AckReport, BroadcastReport, SendOptions, SendReceipt, SkippedRecipient, SweepReport,
+};
 pub use pending::PendingOpened;
-pub use rooms::{RoomInfo, RoomMessage};
 
 /// Default maximum message size: 16 KiB of UTF-8.
 pub const DEFAULT_MAX_MESSAGE_BYTES: usize = 16 * 1024;
@@ -85,7 +88,7 @@ pub struct OpenOptions {
     /// Per sender→recipient rate limit (default: burst 20, refilled over 60 s).
     pub rate: Option<crate::policy::rate::RateConfig>,
     /// The raw `C2C_PERMISSION_TTL` value to use instead of the process environment's (an
-    /// empty string counts as unset). Read once, here; see [`crate::pending::parse_ttl`] for
+    /// empty string counts as unset). Read once, here; see `crate::pending::parse_ttl` for
     /// how out-of-range and unusable values are treated. Default: the process environment.
     pub permission_ttl_env: Option<String>,
     /// Active pending-reply slots allowed per requester alias (default 16, c2c's). At least 1.
@@ -98,29 +101,6 @@ pub struct OpenOptions {
 pub const DEFAULT_HELD_CAP: usize = 100;
 /// Default time a held message waits before it expires.
 pub const DEFAULT_HELD_TTL: Duration = Duration::from_secs(300);
-
-/// A peer as listed by [`Broker::list_peers`].
-#[derive(Debug, Clone, PartialEq)]
-pub struct Peer {
-    /// Alias in its original case.
-    pub alias: String,
-    /// Session id.
-    pub session_id: String,
-    /// c2c's liveness rule.
-    pub alive: bool,
-    /// Registered pid.
-    pub pid: Option<u32>,
-    /// Epoch seconds.
-    pub registered_at: f64,
-    /// Recorded plugin version.
-    pub plugin_version: Option<String>,
-    /// Recorded client type.
-    pub client_type: Option<String>,
-    /// Recorded project directory.
-    pub directory: Option<String>,
-    /// Whether this is the handle's own registration.
-    pub is_self: bool,
-}
 
 /// One session's handle on a broker root.
 #[derive(Debug)]
@@ -271,7 +251,7 @@ impl Broker {
                     });
                     reg.alias = aliases::choose(&opts.session_id, &alias, &regs, &book);
                 }
-                match register_no_dir_sync(&root, reg.clone(), lock_timeout) {
+                match crate::registry::register_no_dir_sync(&root, reg.clone(), lock_timeout) {
                     Ok(()) => break reg.alias.clone(),
                     Err(Error::AliasTaken { suggestion, .. })
                         if opts.auto_alias && attempts < 64 =>
@@ -300,7 +280,7 @@ impl Broker {
             // c2c creates the inbox at registration; a reader then sees `[]`, not ENOENT.
             // Both the registry and a new inbox were renamed into the root without a
             // directory fsync; one fsync of the root makes both renames durable.
-            let inbox = ensure_inbox(&root, &opts.session_id, lock_timeout);
+            let inbox = crate::inbox::ensure(&root, &opts.session_id, lock_timeout);
             store::file::sync_dir(root.path())?;
             inbox?;
             messaging::rescue_dead_letters(&root, &opts.session_id, lock_timeout, &log)?;
@@ -419,32 +399,7 @@ impl Broker {
     pub fn list_peers(&self) -> Result<Vec<Peer>> {
         self.check_open()?;
         let regs = self.registrations()?;
-        // Liveness is read fresh on every call; within this one call each pid is read once.
-        let mut starts: std::collections::HashMap<u32, Option<u64>> =
-            std::collections::HashMap::new();
-        Ok(regs
-            .iter()
-            .map(|r| Peer {
-                alive: match r.pid {
-                    None => true,
-                    Some(pid) => match *starts
-                        .entry(pid)
-                        .or_insert_with(|| crate::liveness::pid_start_time(pid))
-                    {
-                        None => false,
-                        Some(actual) => r.pid_start_time.is_none_or(|s| s == actual),
-                    },
-                },
-                is_self: r.session_id == self.session_id,
-                alias: r.alias.clone(),
-                session_id: r.session_id.clone(),
-                pid: r.pid,
-                registered_at: r.registered_at,
-                plugin_version: r.plugin_version.clone(),
-                client_type: r.client_type.clone(),
-                directory: r.directory.clone(),
-            })
-            .collect())
+        Ok(crate::registry::peers(&regs, Some(&self.session_id)))
     }
 
     /// The other registrations as one framed listing for a model (alias, alive, client,
@@ -459,7 +414,7 @@ impl Broker {
             .into_iter()
             .filter(|p| !p.is_self)
             .collect();
-        Ok(crate::framing::frame_peer_list(
+        Ok(crate::envelope::frame_peer_list(
             &peers,
             &self.alias,
             own_version,
@@ -478,7 +433,7 @@ impl Broker {
             })
     }
 
-    /// Start calling `on_change` (on the root's shared watcher thread, see [`crate::watch`])
+    /// Start calling `on_change` (on the root's shared watcher thread, see `src/watch.rs`)
     /// whenever this session's inbox file changes. Replaces an earlier watch. The watch lasts
     /// until [`Broker::unwatch`] or [`Broker::close`]; dropping an open handle leaves it
     /// running (with the registration) until the process exits.
@@ -676,108 +631,4 @@ fn pending_caps(opts: &OpenOptions) -> Result<crate::pending::Caps> {
         )?,
         global: check(opts.pending_global_cap, "pendingGlobalCap", defaults.global)?,
     })
-}
-
-/// Register `reg` in the root: the one register operation every path goes through.
-///
-/// Under the registry lock: a *live* different session holding the alias
-/// (case-insensitively) → [`Error::AliasTaken`]; a *dead* holder is replaced; c2c's M4
-/// guard ([`crate::pending::check_alias_reuse`]) runs; then this session's old records are
-/// replaced by `reg`.
-///
-/// # Errors
-/// [`Error::AliasTaken`], [`Error::AliasPending`], store errors.
-pub fn register(root: &BrokerRoot, reg: Registration, lock_timeout: Duration) -> Result<()> {
-    register_no_dir_sync(root, reg, lock_timeout)?;
-    store::file::sync_dir(root.path())
-}
-
-/// [`register`] up to the rename of `registry.json`; the caller fsyncs the root directory.
-fn register_no_dir_sync(
-    root: &BrokerRoot,
-    reg: Registration,
-    lock_timeout: Duration,
-) -> Result<()> {
-    let path = root.registry();
-    let _guard = store::LockGuard::acquire(&store::lock::sidecar_path(&path), lock_timeout)?;
-    let mut records = store::read_array(&path)?;
-    register_records(root, &reg, &mut records)?;
-    let bytes = serde_json::to_vec(&records).map_err(|e| Error::io(&path, e.into()))?;
-    store::file::replace_durable_file(&path, &bytes)
-}
-
-/// Create `<session_id>.inbox.json` as `[]` under its lock when it does not exist (temp file,
-/// fsync, rename; the caller fsyncs the directory). An existing inbox is only read, so a
-/// corrupt one or a symlink in its place is reported as before.
-fn ensure_inbox(root: &BrokerRoot, session_id: &str, lock_timeout: Duration) -> Result<()> {
-    let inbox = root.inbox(session_id);
-    let _guard = store::LockGuard::acquire(&store::lock::sidecar_path(&inbox), lock_timeout)?;
-    match std::fs::symlink_metadata(&inbox) {
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-            store::file::replace_durable_file(&inbox, b"[]")
-        }
-        _ => crate::inbox::read(&inbox).map(drop),
-    }
-}
-
-/// The decision of [`register`] on the records read under the registry lock.
-fn register_records(root: &BrokerRoot, reg: &Registration, records: &mut Vec<Value>) -> Result<()> {
-    {
-        // Records that name an alias but do not parse hold it too, whoever they name and
-        // whatever their liveness (fail closed; `doctor` lists them as unreadable).
-        let unparsed = unparsed_all(records);
-        let regs: Vec<Registration> = parse_all(records)
-            .into_iter()
-            .chain(unparsed.iter().map(Unparsed::as_holder))
-            .collect();
-        if let Some(u) = unparsed.iter().find(|u| alias_eq(&u.alias, &reg.alias)) {
-            return Err(Error::AliasTaken {
-                alias: reg.alias.clone(),
-                owner_session_id: format!(
-                    "{} (an unreadable registry record: see `c2c-bridge doctor`)",
-                    u.session_id.as_deref().unwrap_or("?")
-                ),
-                suggestion: free_alternative(&reg.alias, &regs),
-            });
-        }
-        if let Some(holder) = regs.iter().find(|r| {
-            alias_eq(&r.alias, &reg.alias) && r.session_id != reg.session_id && r.is_alive()
-        }) {
-            return Err(Error::AliasTaken {
-                alias: reg.alias.clone(),
-                owner_session_id: holder.session_id.clone(),
-                suggestion: free_alternative(&reg.alias, &regs),
-            });
-        }
-        // A session id belongs to one live process: another process re-registering it would
-        // take its mail and silently unregister it. The same process (plugin restart within
-        // OpenCode) and a successor after the holder died may.
-        if let Some(holder) = regs.iter().find(|r| {
-            r.session_id == reg.session_id && r.pid.is_some() && r.pid != reg.pid && r.is_alive()
-        }) {
-            return Err(Error::SessionActive {
-                session_id: reg.session_id.clone(),
-                pid: holder.pid.unwrap_or_default(),
-            });
-        }
-        crate::pending::check_alias_reuse(root, &reg.alias, &reg.session_id, &regs)?;
-        // A refresh (this session re-registering under the same alias) keeps the fields of
-        // its old record that we do not know (c2c's `canonical_alias`, a newer tool's), as
-        // every other rewrite does; fields we set win.
-        let mut reg = reg.clone();
-        if let Some(old) = regs
-            .iter()
-            .find(|r| r.session_id == reg.session_id && alias_eq(&r.alias, &reg.alias))
-        {
-            for (k, v) in &old.extra {
-                reg.extra.entry(k.clone()).or_insert_with(|| v.clone());
-            }
-        }
-        records.retain(|v| match Registration::from_value(v) {
-            Some(r) => r.session_id != reg.session_id && !alias_eq(&r.alias, &reg.alias),
-            None => true,
-        });
-        records.push(reg.to_value());
-        Ok(())
-    }
 }

@@ -1,7 +1,7 @@
 //! Pending-reply slots on the identity-bound handle: [`Broker::open_pending_reply`] and
-//! [`Broker::check_pending_reply`] (c2c's M2). The records and the policy are in
+//! [`Broker::check_pending_reply`] (c2c's M2). The records, rules and file operations are in
 //! [`crate::pending`]; here identity comes from the handle's own registration, never from an
-//! argument.
+//! argument, and each call writes its audit line.
 
 use super::Broker;
 use crate::error::{Error, Result};
@@ -9,9 +9,8 @@ use crate::fields;
 use crate::ids::validate_perm_id;
 use crate::log::short_hash;
 use crate::pending::{
-    self, add_slot, evaluate, AddRefused, CheckKind, CheckOutcome, PendingKind, PendingSlot,
+    self, evaluate, AddRefused, CheckKind, CheckOutcome, PendingKind, PendingSlot,
 };
-use crate::store;
 
 /// What [`Broker::open_pending_reply`] returns.
 #[derive(Debug, Clone, PartialEq)]
@@ -74,13 +73,8 @@ impl Broker {
             verdict: None,
             extra: Default::default(),
         };
-        let caps = self.pending_caps;
-        let added = store::update_array(&self.root.pending(), self.lock_timeout, |records| {
-            Ok(match add_slot(records, &slot, caps, now) {
-                Ok(pruned) => (Ok(pruned), true),
-                Err(refused) => (Err(refused), false),
-            })
-        })?;
+        let added =
+            pending::open_slot(&self.root, &slot, self.pending_caps, now, self.lock_timeout)?;
         let session = short_hash(&self.session_id);
         let perm = short_hash(perm_id);
         match added {
@@ -144,7 +138,6 @@ impl Broker {
     pub fn check_pending_reply(&self, perm_id: &str) -> Result<CheckOutcome> {
         self.check_open()?;
         let own = self.own_registration(&self.registrations()?)?;
-        let path = self.root.pending();
         let now = crate::time::now_secs();
         // The common path (unknown id, or a slot already stamped) reads a cached parse and
         // writes nothing but the audit line.
@@ -154,23 +147,8 @@ impl Broker {
         if kind == CheckKind::Valid && found.is_some_and(|(_, s)| s.resolved_at.is_none()) {
             // Re-evaluate under the lock: the slot may have been stamped, removed or expired
             // since the snapshot.
-            (outcome, kind, stamped) = store::update_array(&path, self.lock_timeout, |records| {
-                let now = crate::time::now_secs();
-                let (outcome, kind, found) = evaluate(records, perm_id, &own.alias, now);
-                let mut stamp = false;
-                if let (CheckKind::Valid, Some((i, slot))) = (kind, found) {
-                    if slot.resolved_at.is_none() {
-                        if let Some(obj) = records[i].as_object_mut() {
-                            obj.insert("resolved_at".into(), now.into());
-                            stamp = true;
-                        }
-                    }
-                }
-                if stamp {
-                    pending::prune_expired(records, now);
-                }
-                Ok(((outcome, kind, stamp), stamp))
-            })?;
+            (outcome, kind, stamped) =
+                pending::stamp_valid_check(&self.root, perm_id, &own.alias, self.lock_timeout)?;
         }
         let mut f = fields! {
             "perm" => short_hash(perm_id), "session" => short_hash(&self.session_id),

@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use napi_derive::napi;
 
 use super::error::{to_js, JsCode};
-use super::types::PeerInfo;
+use super::types::Peer;
 use crate::store::root::{resolve_path, RootEnv};
 use crate::store::BrokerRoot;
 use napi::Result;
@@ -81,7 +81,7 @@ pub fn check_root(root: String) -> Result<String, JsCode> {
 /// Every registration of `root` with liveness (`isSelf` is always false here).
 /// Errors: `E_ROOT_INSECURE`, `E_STORE_CORRUPT`, `E_IO`.
 #[napi(catch_unwind)]
-pub fn list_registrations(root: String) -> Result<Vec<PeerInfo>, JsCode> {
+pub fn list_registrations(root: String) -> Result<Vec<Peer>, JsCode> {
     let r = BrokerRoot::open_existing(
         std::path::Path::new(&root),
         crate::store::root::RootSource::Explicit,
@@ -90,7 +90,7 @@ pub fn list_registrations(root: String) -> Result<Vec<PeerInfo>, JsCode> {
     let regs = crate::registry::parse_all(&crate::store::read_array(&r.registry()).map_err(to_js)?);
     Ok(regs
         .into_iter()
-        .map(|reg| PeerInfo {
+        .map(|reg| Peer {
             alive: reg.is_alive(),
             alias: reg.alias,
             session_id: reg.session_id,
@@ -169,14 +169,11 @@ pub fn probe_lock(root: String, file: String, timeout_ms: Option<u32>) -> Result
             "invalid file name {file:?}: a plain file name inside the root is needed"
         ))
     })?;
-    match crate::store::LockGuard::acquire(
+    crate::store::try_lock(
         &path,
         std::time::Duration::from_millis(timeout_ms.unwrap_or(200) as u64),
-    ) {
-        Ok(_g) => Ok(true),
-        Err(crate::Error::LockTimeout { .. }) => Ok(false),
-        Err(e) => Err(to_js(e)),
-    }
+    )
+    .map_err(to_js)
 }
 
 /// The canonical form of a directory (symlinks resolved), as registrations record it; `null`
@@ -246,7 +243,7 @@ pub fn list_alias_book(root: String) -> Result<Vec<AliasBookEntry>, JsCode> {
         crate::store::root::RootSource::Explicit,
     )
     .map_err(to_js)?;
-    Ok(crate::broker::aliases::read_book(&r)
+    Ok(crate::registry::aliases::read_book(&r)
         .map_err(to_js)?
         .into_iter()
         .map(|e| AliasBookEntry {

@@ -11,10 +11,9 @@ use napi_derive::napi;
 
 use super::error::{to_js, JsCode};
 use super::types::{
-    AckReport, BroadcastReport, CheckOutcome, CreateRoomOptions, DeliverableMessage, GateResult,
-    HeldEntry, InboxChange, InboxMessage, OpenOptions, PeerInfo, PendingOpened,
-    PermissionAdvisoryInfo, ReceiptInfo, Room, RoomHistoryEntry, SendOptions, SendReceipt,
-    SweepResult,
+    AckReport, BroadcastReport, CheckOutcome, CreateRoomOptions, DeliverableMessage, GateReport,
+    HeldMessage, InboxChange, InboxMessage, OpenOptions, Peer, PendingOpened, PermissionAdvisory,
+    Receipt, RoomInfo, RoomMessage, SendOptions, SendReceipt, SweepReport,
 };
 use crate::broker as core;
 
@@ -225,7 +224,7 @@ impl JsBroker {
     /// Every registration of the root, with liveness (this handle's own has `isSelf`).
     /// Errors: `E_CLOSED`, `E_STORE_CORRUPT`, `E_IO`.
     #[napi(catch_unwind)]
-    pub fn list_peers(&self) -> Result<Vec<PeerInfo>, JsCode> {
+    pub fn list_peers(&self) -> Result<Vec<Peer>, JsCode> {
         Ok(self
             .inner
             .list_peers()
@@ -312,7 +311,7 @@ impl JsBroker {
     /// `dropped` receipt ("recipient session ended") for each sender. Errors: `E_CLOSED`,
     /// store codes.
     #[napi(catch_unwind)]
-    pub fn sweep(&self) -> Result<SweepResult, JsCode> {
+    pub fn sweep(&self) -> Result<SweepReport, JsCode> {
         self.inner.sweep().map(Into::into).map_err(to_js)
     }
 
@@ -336,8 +335,8 @@ impl JsBroker {
     ) -> Result<(), JsCode> {
         let o = options.unwrap_or_default();
         let visibility = match o.visibility.as_deref() {
-            None => crate::room_meta::Visibility::Public,
-            Some(v) => crate::room_meta::Visibility::parse_option(v)
+            None => crate::rooms::Visibility::Public,
+            Some(v) => crate::rooms::Visibility::parse_option(v)
                 .ok_or_else(|| bad_option("visibility", "\"public\" or \"invite_only\""))?,
         };
         self.inner
@@ -394,7 +393,7 @@ impl JsBroker {
         &self,
         room_id: String,
         limit: Option<u32>,
-    ) -> Result<Vec<RoomHistoryEntry>, JsCode> {
+    ) -> Result<Vec<RoomMessage>, JsCode> {
         Ok(self
             .inner
             .room_history(&room_id, limit.unwrap_or(50) as usize)
@@ -406,7 +405,7 @@ impl JsBroker {
 
     /// Every room with its members. Errors: `E_CLOSED`, store codes.
     #[napi(catch_unwind)]
-    pub fn list_rooms(&self) -> Result<Vec<Room>, JsCode> {
+    pub fn list_rooms(&self) -> Result<Vec<RoomInfo>, JsCode> {
         Ok(self
             .inner
             .list_rooms()
@@ -426,19 +425,19 @@ impl JsBroker {
     /// stay in the inbox and are returned framed for injection; held ones move to the held
     /// inbox; refused ones are archived; senders get receipts. Errors: `E_CLOSED`, store codes.
     #[napi(catch_unwind)]
-    pub fn gate_inbox(&self) -> Result<GateResult, JsCode> {
+    pub fn gate_inbox(&self) -> Result<GateReport, JsCode> {
         let r = self.inner.gate_inbox().map_err(to_js)?;
-        Ok(GateResult {
+        Ok(GateReport {
             deliver: r
                 .deliver
                 .into_iter()
                 .map(|m| DeliverableMessage {
-                    framed: crate::framing::frame_inbox_message(&m),
+                    framed: crate::envelope::frame_inbox_message(&m),
                     permission_reply: r
                         .advisories
                         .iter()
                         .find(|a| a.message_id == m.message_id)
-                        .map(|a| PermissionAdvisoryInfo {
+                        .map(|a| PermissionAdvisory {
                             perm_id: a.perm_id.clone(),
                             verdict: a.verdict.to_string(),
                             from_alias: a.from_alias.clone(),
@@ -456,7 +455,7 @@ impl JsBroker {
     /// The held inbox, oldest first, numbered from 1 (expired entries are not listed).
     /// Errors: `E_CLOSED`, store codes.
     #[napi(catch_unwind)]
-    pub fn held(&self) -> Result<Vec<HeldEntry>, JsCode> {
+    pub fn held(&self) -> Result<Vec<HeldMessage>, JsCode> {
         Ok(self
             .inner
             .held()
@@ -471,7 +470,7 @@ impl JsBroker {
     #[napi(catch_unwind)]
     pub fn framed_held(&self) -> Result<String, JsCode> {
         let held = self.inner.held().map_err(to_js)?;
-        Ok(crate::framing::frame_held_listing(
+        Ok(crate::envelope::frame_held_listing(
             &held,
             crate::time::now_secs(),
         ))
@@ -544,7 +543,7 @@ impl JsBroker {
     /// This session's receipts: the latest outcome of each of the last `limit` (default 50)
     /// messages it sent. Errors: `E_CLOSED`, store codes.
     #[napi(catch_unwind)]
-    pub fn receipts(&self, limit: Option<u32>) -> Result<Vec<ReceiptInfo>, JsCode> {
+    pub fn receipts(&self, limit: Option<u32>) -> Result<Vec<Receipt>, JsCode> {
         Ok(self
             .inner
             .receipts(limit.unwrap_or(50) as usize)
@@ -562,7 +561,7 @@ impl JsBroker {
             .inner
             .receipts(limit.unwrap_or(20) as usize)
             .map_err(to_js)?;
-        Ok(crate::framing::frame_receipts(&r))
+        Ok(crate::envelope::frame_receipts(&r))
     }
 
     /// Record that this session asked `supervisors` (aliases) about permission `permId`

@@ -4,9 +4,7 @@
 use napi::bindgen_prelude::{Either, Null};
 use napi_derive::napi;
 
-use crate::broker::{
-    AckResult, BroadcastResult, Peer, Receipt, RoomInfo, RoomMessage, SweepReport,
-};
+use crate::broker as core;
 use crate::inbox::Message;
 use crate::pending;
 
@@ -144,7 +142,7 @@ pub struct SendOptions {
 /// A registration as listed by `listPeers`.
 #[napi(object)]
 #[derive(Debug, Clone)]
-pub struct PeerInfo {
+pub struct Peer {
     /// Alias (original case). Peer-controlled: frame it before showing it to a model.
     pub alias: String,
     /// Session id.
@@ -165,9 +163,9 @@ pub struct PeerInfo {
     pub is_self: bool,
 }
 
-impl From<Peer> for PeerInfo {
-    fn from(p: Peer) -> PeerInfo {
-        PeerInfo {
+impl From<core::Peer> for Peer {
+    fn from(p: core::Peer) -> Peer {
+        Peer {
             alias: p.alias,
             session_id: p.session_id,
             alive: p.alive,
@@ -197,8 +195,8 @@ pub struct SendReceipt {
     pub status: String,
 }
 
-impl From<Receipt> for SendReceipt {
-    fn from(r: Receipt) -> SendReceipt {
+impl From<core::SendReceipt> for SendReceipt {
+    fn from(r: core::SendReceipt) -> SendReceipt {
         SendReceipt {
             message_id: r.message_id,
             to_alias: r.to_alias,
@@ -229,8 +227,8 @@ pub struct BroadcastReport {
     pub skipped: Vec<SkippedRecipient>,
 }
 
-impl From<BroadcastResult> for BroadcastReport {
-    fn from(b: BroadcastResult) -> BroadcastReport {
+impl From<core::BroadcastReport> for BroadcastReport {
+    fn from(b: core::BroadcastReport) -> BroadcastReport {
         BroadcastReport {
             sent: b.sent.into_iter().map(Into::into).collect(),
             skipped: b
@@ -270,7 +268,7 @@ pub struct InboxMessage {
     /// True when a human released it from the held inbox.
     pub released: bool,
     /// Set on a receipt notice from `c2c-system` about a message this session sent.
-    pub receipt: Option<ReceiptInfo>,
+    pub receipt: Option<Receipt>,
     /// True when the stored text held invalid Unicode (a lone surrogate, bytes that are not
     /// UTF-8), replaced with U+FFFD when read; the frame says so.
     pub repaired: bool,
@@ -279,7 +277,7 @@ pub struct InboxMessage {
 /// The outcome of a message this session sent.
 #[napi(object)]
 #[derive(Debug, Clone)]
-pub struct ReceiptInfo {
+pub struct Receipt {
     /// The message.
     pub message_id: String,
     /// `delivered`, `paused` (still queued), `held`, `refused`, `expired`, `dropped`,
@@ -293,9 +291,9 @@ pub struct ReceiptInfo {
     pub ts: f64,
 }
 
-impl From<crate::receipts::Receipt> for ReceiptInfo {
-    fn from(r: crate::receipts::Receipt) -> ReceiptInfo {
-        ReceiptInfo {
+impl From<crate::receipts::Receipt> for Receipt {
+    fn from(r: crate::receipts::Receipt) -> Receipt {
+        Receipt {
             message_id: r.message_id,
             status: r.status.as_str().to_string(),
             to_alias: r.to_alias,
@@ -308,7 +306,7 @@ impl From<crate::receipts::Receipt> for ReceiptInfo {
 /// A permission reply found in a delivered message (advisory only; it answers nothing).
 #[napi(object)]
 #[derive(Debug, Clone)]
-pub struct PermissionAdvisoryInfo {
+pub struct PermissionAdvisory {
     /// The perm id it names.
     pub perm_id: String,
     /// `approve-once`, `approve-always` or `reject`.
@@ -329,13 +327,13 @@ pub struct DeliverableMessage {
     /// What the model is shown: the message framed as untrusted data (or a receipt notice).
     pub framed: String,
     /// Set when the whole body is a permission reply to one of this session's requests.
-    pub permission_reply: Option<PermissionAdvisoryInfo>,
+    pub permission_reply: Option<PermissionAdvisory>,
 }
 
 /// Result of `gateInbox`.
 #[napi(object)]
 #[derive(Debug, Clone)]
-pub struct GateResult {
+pub struct GateReport {
     /// Accepted messages (still in the inbox), oldest first, framed.
     pub deliver: Vec<DeliverableMessage>,
     /// Ids moved to the held inbox.
@@ -350,7 +348,7 @@ pub struct GateResult {
 /// A held message.
 #[napi(object)]
 #[derive(Debug, Clone)]
-pub struct HeldEntry {
+pub struct HeldMessage {
     /// 1-based number (what `releaseHeld("3")` takes).
     pub index: u32,
     /// The message (untrusted).
@@ -363,9 +361,9 @@ pub struct HeldEntry {
     pub reason: String,
 }
 
-impl From<crate::broker::HeldMessage> for HeldEntry {
-    fn from(h: crate::broker::HeldMessage) -> HeldEntry {
-        HeldEntry {
+impl From<crate::broker::HeldMessage> for HeldMessage {
+    fn from(h: crate::broker::HeldMessage) -> HeldMessage {
+        HeldMessage {
             index: h.index as u32,
             message: h.message.into(),
             held_at: h.held_at,
@@ -404,8 +402,8 @@ pub struct AckReport {
     pub missing: Vec<String>,
 }
 
-impl From<AckResult> for AckReport {
-    fn from(a: AckResult) -> AckReport {
+impl From<core::AckReport> for AckReport {
+    fn from(a: core::AckReport) -> AckReport {
         AckReport {
             acked: a.acked,
             missing: a.missing,
@@ -426,16 +424,16 @@ pub struct RemovedRegistration {
 /// Result of `sweep`.
 #[napi(object)]
 #[derive(Debug, Clone)]
-pub struct SweepResult {
+pub struct SweepReport {
     /// Dead registrations removed.
     pub removed: Vec<RemovedRegistration>,
     /// Messages moved to `dead-letter.jsonl` (none is dropped).
     pub dead_lettered: u32,
 }
 
-impl From<SweepReport> for SweepResult {
-    fn from(s: SweepReport) -> SweepResult {
-        SweepResult {
+impl From<core::SweepReport> for SweepReport {
+    fn from(s: core::SweepReport) -> SweepReport {
+        SweepReport {
             removed: s
                 .removed
                 .into_iter()
@@ -449,8 +447,8 @@ impl From<SweepReport> for SweepResult {
 /// A room as listed by `listRooms`.
 #[napi(object)]
 #[derive(Debug, Clone)]
-pub struct Room {
-    /// Room id.
+pub struct RoomInfo {
+    /// RoomInfo id.
     pub room_id: String,
     /// Member aliases.
     pub members: Vec<String>,
@@ -462,9 +460,9 @@ pub struct Room {
     pub visibility: String,
 }
 
-impl From<RoomInfo> for Room {
-    fn from(r: RoomInfo) -> Room {
-        Room {
+impl From<core::RoomInfo> for RoomInfo {
+    fn from(r: core::RoomInfo) -> RoomInfo {
+        RoomInfo {
             room_id: r.room_id,
             members: r.members,
             joined: r.joined,
@@ -486,7 +484,7 @@ pub struct CreateRoomOptions {
 /// One line of a room's history. `fromAlias` and `content` are untrusted.
 #[napi(object)]
 #[derive(Debug, Clone)]
-pub struct RoomHistoryEntry {
+pub struct RoomMessage {
     /// Sender alias.
     pub from_alias: String,
     /// Text.
@@ -497,9 +495,9 @@ pub struct RoomHistoryEntry {
     pub message_id: String,
 }
 
-impl From<RoomMessage> for RoomHistoryEntry {
-    fn from(m: RoomMessage) -> RoomHistoryEntry {
-        RoomHistoryEntry {
+impl From<core::RoomMessage> for RoomMessage {
+    fn from(m: core::RoomMessage) -> RoomMessage {
+        RoomMessage {
             from_alias: m.from_alias,
             content: m.content,
             ts: m.ts,

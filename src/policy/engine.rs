@@ -373,7 +373,7 @@ impl PermissionGate {
     /// Turn auto-answers off for the life of this gate: a decision that would reply `once`
     /// or `reject` becomes `leave` with reason `config-error`, so OpenCode prompts the user.
     /// Used when the plugin options have an error that touches permissions or cannot be
-    /// attributed ([`crate::config::Validated::auto_answers_off`], issue 18). The turn index
+    /// attributed (`config::Validated::auto_answers_off`, issue 18). The turn index
     /// keeps working (hop chains continue).
     pub fn turn_answers_off(&mut self) {
         self.answers_off = true;

@@ -54,7 +54,7 @@ pub(crate) struct Cached<T> {
     /// The version read, kept open: while it is open its inode cannot be freed, so no file
     /// that replaces it can reuse its inode number. A path whose identity still matches is
     /// then this very inode, however young (every writer of the format replaces files by
-    /// `rename`; none writes in place), and [`TRUST_AGE_SECS`] need not be waited for.
+    /// `rename`; none writes in place), and `TRUST_AGE_SECS` need not be waited for.
     /// `None` in tests that simulate an unpinned version.
     pub(crate) pin: Option<std::fs::File>,
     bytes: Vec<u8>,
@@ -65,8 +65,8 @@ pub(crate) struct Cached<T> {
 ///
 /// Every [`ParsedFileCache::load`] `lstat`s the file. The parse is reused when the file's
 /// identity (device, inode, size, mtime and ctime with nanoseconds) is unchanged and that
-/// version is still held open by the cache (see [`Cached::pin`]) or was at least
-/// [`TRUST_AGE_SECS`] old when read; otherwise the file is read again and, if its bytes are
+/// version is still held open by the cache (see `Cached::pin`) or was at least
+/// `TRUST_AGE_SECS` old when read; otherwise the file is read again and, if its bytes are
 /// unchanged, the parse is reused. A write through the owning handle
 /// calls [`ParsedFileCache::invalidate`]. Anything time-dependent (liveness, expiry) is
 /// evaluated by the caller on every call, never cached here.

@@ -268,6 +268,59 @@ pub fn append_jsonl(path: &Path, values: &[Value]) -> Result<()> {
     Ok(())
 }
 
+/// Replace the JSON-lines file `path` with `lines` (values re-serialised, unparsed lines kept
+/// byte for byte), atomically and durably as [`write_bytes_atomic`].
+///
+/// # Errors
+/// [`Error::Io`] naming the file.
+pub fn write_jsonl_atomic(path: &Path, lines: &[JsonLine]) -> Result<()> {
+    let mut bytes = Vec::new();
+    for line in lines {
+        match line {
+            JsonLine::Value(v) => {
+                serde_json::to_writer(&mut bytes, v).map_err(|e| Error::io(path, e.into()))?
+            }
+            JsonLine::Unparsed(s) => bytes.extend_from_slice(s.as_bytes()),
+        }
+        bytes.push(b'\n');
+    }
+    write_bytes_atomic(path, &bytes)
+}
+
+/// Remove the file `path` (not through a symlink: a symlink in its place is removed itself).
+///
+/// # Errors
+/// [`Error::Io`] naming the file (an absent file too).
+pub fn remove(path: &Path) -> Result<()> {
+    std::fs::remove_file(path).map_err(|e| Error::io(path, e))
+}
+
+/// Rotate the log file `path` to `path.1` (older ones shift up to `path.<keep>`, the oldest is
+/// removed) when `too_big(current length in bytes)` still holds under its sidecar lock (another
+/// process may have rotated already). A lock held by another rotator for 2 s skips the
+/// rotation: it is being done.
+///
+/// # Errors
+/// I/O errors of the final rename (earlier shifts are best effort).
+pub fn rotate(path: &Path, keep: u32, too_big: impl Fn(u64) -> bool) -> std::io::Result<()> {
+    let Ok(_guard) = super::LockGuard::acquire(
+        &super::lock::sidecar_path(path),
+        std::time::Duration::from_secs(2),
+    ) else {
+        return Ok(()); // someone else is rotating
+    };
+    match std::fs::symlink_metadata(path) {
+        Ok(m) if too_big(m.len()) => {}
+        _ => return Ok(()),
+    }
+    let numbered = |n: u32| std::path::PathBuf::from(format!("{}.{n}", path.display()));
+    let _ = std::fs::remove_file(numbered(keep));
+    for n in (1..keep).rev() {
+        let _ = std::fs::rename(numbered(n), numbered(n + 1));
+    }
+    std::fs::rename(path, numbered(1))
+}
+
 /// [`append_jsonl`] made idempotent for records that move from one file to another:
 /// values whose `message_id` already appears among the last `window` bytes of `path` are not
 /// appended again. A move appends here first and rewrites its source second; a crash between

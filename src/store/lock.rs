@@ -8,25 +8,33 @@
 //! implement it; [`LOCK_TABLE`] is the same table as data, and the tests take each entry's
 //! lock with `lockf` in another process (as c2c does) and check that we wait for it.
 //!
-//! | file | lock | written by c2c-bridge |
-//! |---|---|---|
-//! | `registry.json` | `registry.json.lock` | register, refresh, close, sweep |
-//! | `<sid>.inbox.json` | `<sid>.inbox.lock` | send, room fan-out, ack, drain, gate |
-//! | `archive/<sid>.jsonl` | `archive/<sid>.lock` | appends (ack, drain, gate) |
-//! | `pending_permissions.json` | `pending_permissions.json.lock` | open / check pending reply |
-//! | `dead-letter.jsonl` | `dead-letter.jsonl.lock` | sweep, rescue on register |
-//! | `rooms/<room>/members.json` | `rooms/<room>/members.lock` | join, leave, create, delete |
-//! | `rooms/<room>/meta.json` | `rooms/<room>/members.lock` (c2c takes none) | create, first join |
-//! | `rooms/<room>/history.jsonl` | `rooms/<room>/history.lock` | room post, delete |
-//! | `broker.log` | `broker.log.lock` | rotation only; a line is one `O_APPEND` write |
-//! | `relay_pins.json` | `relay_pins.json.lock` | never (c2c's relay) |
-//! | `held/<sid>.json` (ours) | `held/<sid>.json.lock` | the inbound gate |
-//! | `receipts/<sid>.jsonl` (ours) | none: one `O_APPEND` write per line | receipts |
-//! | `approval-*/<token>.json` | none: written once by rename | verdict side channel |
+//! | file | lock | order | written by c2c-bridge |
+//! |---|---|---|---|
+//! | `registry.json` | `registry.json.lock` | 1 | register, refresh, close, sweep |
+//! | `rooms/<room>/members.json` | `rooms/<room>/members.lock` | 1 | join, leave, create, delete |
+//! | `rooms/<room>/meta.json` | `rooms/<room>/members.lock` (c2c takes none) | 1 | create, first join |
+//! | `rooms/<room>/history.jsonl` | `rooms/<room>/history.lock` | 2 | room post, delete |
+//! | `<sid>.inbox.json` | `<sid>.inbox.lock` | 3 | send, room fan-out, ack, drain, gate |
+//! | `held/<sid>.json` (ours) | `held/<sid>.json.lock` | 4 | the inbound gate |
+//! | `dead-letter.jsonl` | `dead-letter.jsonl.lock` | 5 | sweep, rescue on register |
+//! | `archive/<sid>.jsonl` | `archive/<sid>.lock` | 6 | appends (ack, drain, gate) |
+//! | `pending_permissions.json` | `pending_permissions.json.lock` | 7 | open / check pending reply |
+//! | `c2c-bridge-aliases.json` (ours) | `c2c-bridge-aliases.json.lock` | 8 | alias book |
+//! | `broker.log` | `broker.log.lock` | 9 | rotation only; a line is one `O_APPEND` write |
+//! | `relay_pins.json` | `relay_pins.json.lock` | 9 | never (c2c's relay) |
+//! | `receipts/<sid>.jsonl` (ours) | none: one `O_APPEND` write per line | – | receipts |
+//! | `approval-*/<token>.json` | none: written once by rename | – | verdict side channel |
 //!
-//! Lock order (as in c2c): the registry lock before an inbox lock; an inbox lock before the
-//! held lock and the archive lock; a room's members lock before its history lock; the
-//! pending-permissions lock is taken alone.
+//! # Lock order
+//!
+//! A thread holding locks takes a new one only of a strictly higher *order* (the column
+//! above; [`order_of`] computes it from the lock's name). So: the registry lock before an
+//! inbox lock (as c2c does), a room's members lock before its history lock, an inbox lock
+//! before the held, dead-letter and archive locks, and never two locks of one order (two
+//! inboxes) at once. Debug builds check every acquisition against the locks the thread
+//! already holds and panic on a violation, so the whole test suite checks the order; only
+//! [`crate::store`] takes locks ([`crate::store::with_locks`], [`crate::store::update_array`],
+//! [`crate::store::append_archive`]).
 //!
 //! # Why OFD locks
 
@@ -93,6 +101,63 @@ pub fn archive_lock_path(archive: &Path) -> PathBuf {
     archive.with_extension("lock")
 }
 
+/// The lock order of a sidecar (the `order` column of the table in the module doc): a thread
+/// may take a lock only of a strictly higher order than every lock it holds. Sidecars not in
+/// the table (a relay's, a newer tool's) get the highest order, 9: taken last, or alone.
+pub fn order_of(lock_path: &Path) -> u8 {
+    let name = lock_path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let parent = lock_path
+        .parent()
+        .and_then(Path::file_name)
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let in_room = lock_path
+        .parent()
+        .and_then(Path::parent)
+        .and_then(Path::file_name)
+        .is_some_and(|n| n == "rooms");
+    match name.as_str() {
+        "registry.json.lock" => 1,
+        "members.lock" if in_room => 1,
+        "history.lock" if in_room => 2,
+        n if n.ends_with(".inbox.lock") => 3,
+        n if parent == "held" && n.ends_with(".json.lock") => 4,
+        "dead-letter.jsonl.lock" => 5,
+        n if parent == "archive" && n.ends_with(".lock") => 6,
+        "pending_permissions.json.lock" => 7,
+        "c2c-bridge-aliases.json.lock" => 8,
+        _ => 9,
+    }
+}
+
+#[cfg(debug_assertions)]
+thread_local! {
+    /// Orders of the locks this thread holds (debug builds: the lock-order check).
+    static HELD: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+/// Debug builds: panic when taking `lock_path` would break the lock order; then record it.
+#[cfg(debug_assertions)]
+fn note_acquired(lock_path: &Path) -> u8 {
+    let order = order_of(lock_path);
+    HELD.with(|held| {
+        let mut held = held.borrow_mut();
+        if let Some(max) = held.iter().max() {
+            assert!(
+                order > *max,
+                "lock order broken: taking {} (order {order}) while holding a lock of order {max}; \
+                 see the table in src/store/lock.rs",
+                lock_path.display()
+            );
+        }
+        held.push(order);
+    });
+    order
+}
+
 /// One row of the table in the module doc: a data file and its lock, relative to the broker
 /// root, with `<sid>` and `<room>` standing for a session id and a room id.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -101,6 +166,8 @@ pub struct LockEntry {
     pub file: &'static str,
     /// The sidecar held while it is changed (c2c's name).
     pub lock: &'static str,
+    /// Its place in the lock order (see [`order_of`]).
+    pub order: u8,
 }
 
 /// Every file of the root that is changed under a lock, and that lock (c2c 0.8's names).
@@ -108,46 +175,62 @@ pub const LOCK_TABLE: &[LockEntry] = &[
     LockEntry {
         file: "registry.json",
         lock: "registry.json.lock",
+        order: 1,
     },
     LockEntry {
         file: "<sid>.inbox.json",
         lock: "<sid>.inbox.lock",
+        order: 3,
     },
     LockEntry {
         file: "archive/<sid>.jsonl",
         lock: "archive/<sid>.lock",
+        order: 6,
     },
     LockEntry {
         file: "pending_permissions.json",
         lock: "pending_permissions.json.lock",
+        order: 7,
     },
     LockEntry {
         file: "dead-letter.jsonl",
         lock: "dead-letter.jsonl.lock",
+        order: 5,
     },
     LockEntry {
         file: "rooms/<room>/members.json",
         lock: "rooms/<room>/members.lock",
+        order: 1,
     },
     LockEntry {
         file: "rooms/<room>/meta.json",
         lock: "rooms/<room>/members.lock",
+        order: 1,
     },
     LockEntry {
         file: "rooms/<room>/history.jsonl",
         lock: "rooms/<room>/history.lock",
+        order: 2,
     },
     LockEntry {
         file: "broker.log",
         lock: "broker.log.lock",
+        order: 9,
     },
     LockEntry {
         file: "relay_pins.json",
         lock: "relay_pins.json.lock",
+        order: 9,
+    },
+    LockEntry {
+        file: "c2c-bridge-aliases.json",
+        lock: "c2c-bridge-aliases.json.lock",
+        order: 8,
     },
     LockEntry {
         file: "held/<sid>.json",
         lock: "held/<sid>.json.lock",
+        order: 4,
     },
 ];
 
@@ -157,6 +240,32 @@ pub const LOCK_TABLE: &[LockEntry] = &[
 #[derive(Debug)]
 pub struct LockGuard {
     _file: File,
+    #[cfg(debug_assertions)]
+    order: u8,
+}
+
+#[cfg(debug_assertions)]
+impl Drop for LockGuard {
+    fn drop(&mut self) {
+        HELD.with(|held| {
+            let mut held = held.borrow_mut();
+            if let Some(i) = held.iter().rposition(|o| *o == self.order) {
+                held.remove(i);
+            }
+        });
+    }
+}
+
+impl LockGuard {
+    fn granted(file: File, lock_path: &Path) -> LockGuard {
+        #[cfg(not(debug_assertions))]
+        let _ = lock_path;
+        LockGuard {
+            _file: file,
+            #[cfg(debug_assertions)]
+            order: note_acquired(lock_path),
+        }
+    }
 }
 
 impl LockGuard {
@@ -178,7 +287,7 @@ impl LockGuard {
             .open(lock_path)
             .map_err(|source| Error::io(lock_path, source))?;
         match set_ofd_lock(&file, false) {
-            Ok(()) => return Ok(LockGuard { _file: file }),
+            Ok(()) => return Ok(LockGuard::granted(file, lock_path)),
             Err(Errno::EAGAIN) | Err(Errno::EACCES) | Err(Errno::EINTR) => {}
             Err(errno) => return Err(Error::io(lock_path, std::io::Error::from(errno))),
         }
@@ -215,7 +324,7 @@ fn wait_for_lock(file: File, lock_path: &Path, timeout: Duration) -> Result<Lock
         return Err(Error::io(lock_path, e));
     }
     match rx.recv_timeout(timeout) {
-        Ok(Ok(file)) => Ok(LockGuard { _file: file }),
+        Ok(Ok(file)) => Ok(LockGuard::granted(file, lock_path)),
         Ok(Err(errno)) => Err(Error::io(lock_path, std::io::Error::from(errno))),
         Err(_) => Err(Error::LockTimeout {
             path: lock_path.to_path_buf(),
@@ -250,6 +359,43 @@ fn set_ofd_lock(file: &File, wait: bool) -> nix::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_order_of_every_table_entry_is_what_order_of_computes() {
+        let root = Path::new("/r");
+        for e in LOCK_TABLE {
+            let lock = root.join(e.lock.replace("<sid>", "ses_a").replace("<room>", "lobby"));
+            assert_eq!(order_of(&lock), e.order, "{}", e.lock);
+            if !e.file.starts_with("archive/") {
+                let file = root.join(e.file.replace("<sid>", "ses_a").replace("<room>", "lobby"));
+                assert_eq!(sidecar_path(&file), lock, "{}", e.file);
+            }
+        }
+    }
+
+    #[test]
+    #[cfg(debug_assertions)]
+    fn debug_builds_refuse_a_lock_taken_out_of_order() {
+        let d = tempfile::tempdir().unwrap();
+        let inbox = d.path().join("ses_a.inbox.lock");
+        let registry = d.path().join("registry.json.lock");
+        let result = std::thread::spawn(move || {
+            let _i = LockGuard::acquire(&inbox, Duration::from_secs(1)).unwrap();
+            let _r = LockGuard::acquire(&registry, Duration::from_secs(1));
+        })
+        .join();
+        assert!(
+            result.is_err(),
+            "registry after inbox must panic in debug builds"
+        );
+        // In order, and again after release: fine.
+        let inbox = d.path().join("ses_a.inbox.lock");
+        let registry = d.path().join("registry.json.lock");
+        let r = LockGuard::acquire(&registry, Duration::from_secs(1)).unwrap();
+        let i = LockGuard::acquire(&inbox, Duration::from_secs(1)).unwrap();
+        drop((i, r));
+        let _i = LockGuard::acquire(&inbox, Duration::from_secs(1)).unwrap();
+    }
 
     #[test]
     fn sidecar_in_takes_plain_names_only() {

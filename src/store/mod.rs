@@ -1,10 +1,16 @@
 //! The broker root on disk: where it is ([`root`]), how it is locked ([`lock`]) and how its
-//! JSON files are read and replaced ([`file`]).
+//! JSON files are read and replaced ([`file`](mod@file)).
 //!
-//! Every mutable JSON file `X` is changed only through [`update_array`]: take the OFD lock on
+//! This module is the only one that takes locks and writes files durably; the concept modules
+//! (registry, inbox, held, rooms, receipts, pending, verdict) call it.
+//!
+//! A mutable JSON-array file `X` is changed through [`update_array`]: take the OFD lock on
 //! `X.lock`, read `X`, let the caller change the records, write `X.tmp.<pid>`, fsync, rename
-//! over `X`. Readers that do not need to write ([`file::read_array`]) take no lock: renames are
-//! atomic, so they always see a whole file.
+//! over `X`. An operation that must hold several locks at once (an inbox and its archive, an
+//! inbox and the dead letter, a room's members and its history) runs inside [`with_locks`],
+//! which takes them in the order of the table in [`lock`] (checked in debug builds). Readers
+//! that do not need to write ([`file::read_array`]) take no lock: renames are atomic, so they
+//! always see a whole file.
 
 pub mod cache;
 pub mod file;
@@ -41,6 +47,44 @@ pub fn append_archive(
     }
     let _guard = LockGuard::acquire(&lock::archive_lock_path(archive), lock_timeout)?;
     file::append_jsonl_once(archive, values, window)
+}
+
+/// Run `f` while holding the sidecar locks of the data files `files` (see [`lock::sidecar_path`]),
+/// taken in the given order, which must follow the lock order of the table in [`lock`]
+/// (debug builds panic otherwise). The locks are released when `f` returns. `f` does its
+/// reads and writes with the [`file`](mod@file) functions.
+///
+/// # Errors
+/// [`crate::Error::LockTimeout`] when a lock is held past `lock_timeout` (locks already taken
+/// are released), I/O errors opening a sidecar, and any error of `f`.
+pub fn with_locks<T>(
+    files: &[&Path],
+    lock_timeout: std::time::Duration,
+    f: impl FnOnce() -> Result<T>,
+) -> Result<T> {
+    let mut guards = Vec::with_capacity(files.len());
+    for file in files {
+        guards.push(LockGuard::acquire(&lock::sidecar_path(file), lock_timeout)?);
+    }
+    let out = f();
+    // Released in reverse order of acquisition.
+    while let Some(g) = guards.pop() {
+        drop(g);
+    }
+    out
+}
+
+/// Whether the sidecar lock `lock_path` can be taken within `timeout` (taken and released at
+/// once): `false` when another holder keeps it (`doctor`'s probe of c2c's locks).
+///
+/// # Errors
+/// I/O errors opening the sidecar (a symlink in its place is refused).
+pub fn try_lock(lock_path: &Path, timeout: std::time::Duration) -> Result<bool> {
+    match LockGuard::acquire(lock_path, timeout) {
+        Ok(_g) => Ok(true),
+        Err(crate::Error::LockTimeout { .. }) => Ok(false),
+        Err(e) => Err(e),
+    }
 }
 
 /// Read-modify-write of the JSON-array file `path` under its sidecar lock.

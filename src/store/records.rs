@@ -10,7 +10,7 @@
 //! 1. the whole file parses as a JSON array: every record is [`Record::Clean`] (the fast path);
 //! 2. otherwise the array is split into its top-level elements by a byte scanner that tracks
 //!    strings and brackets ([`split_array`]); when the bytes are not a JSON array at all
-//!    (truncated, garbage, an object) the file is [`Error::StoreCorrupt`] as before;
+//!    (truncated, garbage, an object) the file is [`Error::StoreCorrupt`](crate::Error::StoreCorrupt) as before;
 //! 3. each element that parses is [`Record::Clean`]; one that parses once its invalid Unicode
 //!    is replaced with U+FFFD ([`repair_unicode`]) is [`Record::Repaired`]; anything else is
 //!    [`Record::Unreadable`]. Both of the latter keep the element's bytes exactly as stored.

@@ -446,7 +446,7 @@ fn m4_live_prior_owner_refused_on_every_register_path() {
     let root =
         crate::store::BrokerRoot::open(d.path(), crate::store::root::RootSource::Explicit).unwrap();
     assert_eq!(
-        super::super::register(&root, reg, std::time::Duration::from_secs(1))
+        crate::registry::register(&root, reg, std::time::Duration::from_secs(1))
             .unwrap_err()
             .code(),
         ErrorCode::AliasPending

@@ -28,9 +28,12 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
+pub mod archive;
+pub mod dead_letter;
+
 use crate::error::Result;
 use crate::store::records::{self, Record};
-use crate::store::{self, BrokerRoot, LockGuard};
+use crate::store::{self, BrokerRoot};
 
 /// One message, in c2c 0.8's field names. `via` and `from_session_id` are our extras (c2c
 /// ignores them).
@@ -81,6 +84,22 @@ pub struct Message {
 }
 
 impl Message {
+    /// A receipt for this message with `status` and, when not empty, the reason `why`,
+    /// stamped now.
+    pub fn receipt_for(
+        &self,
+        status: crate::receipts::Status,
+        why: &str,
+    ) -> crate::receipts::Receipt {
+        crate::receipts::Receipt {
+            message_id: self.message_id.clone(),
+            status,
+            to_alias: self.to_alias.clone(),
+            reason: (!why.is_empty()).then(|| why.to_string()),
+            ts: crate::time::now_secs(),
+        }
+    }
+
     /// Parse one raw inbox record; `None` for a record of another shape. A message-shaped
     /// record without `message_id` (c2c's room fan-out) gets its [`derived_message_id`].
     pub fn from_value(v: &Value) -> Option<Message> {
@@ -352,6 +371,26 @@ pub fn summarize(path: &Path) -> Result<Summary> {
     Ok(out)
 }
 
+/// Create `<session_id>.inbox.json` as `[]` under its lock when it does not exist (temp file,
+/// fsync, rename; the caller fsyncs the directory).
+///
+/// # Errors
+/// Lock timeouts, I/O errors, [`crate::Error::StoreCorrupt`] for an existing unreadable inbox. An existing inbox is only read, so a
+/// corrupt one or a symlink in its place is reported as before.
+pub fn ensure(root: &BrokerRoot, session_id: &str, lock_timeout: Duration) -> Result<()> {
+    let inbox = root.inbox(session_id);
+    store::with_locks(
+        &[&inbox],
+        lock_timeout,
+        || match std::fs::symlink_metadata(&inbox) {
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                store::file::replace_durable_file(&inbox, b"[]")
+            }
+            _ => read(&inbox).map(drop),
+        },
+    )
+}
+
 /// Read-modify-write of `session_id`'s inbox under its lock, record by record (see the module
 /// doc): not-understood records are moved aside first, repaired records are written back
 /// repaired (their original bytes kept aside), then `f` gets the remaining records as
@@ -368,8 +407,9 @@ pub fn update<T>(
     f: impl FnOnce(&mut Vec<Value>) -> Result<(T, bool)>,
 ) -> Result<(T, Vec<SetAside>)> {
     let path = root.inbox(session_id);
-    let _guard = LockGuard::acquire(&store::lock::sidecar_path(&path), lock_timeout)?;
-    update_locked(root, session_id, f)
+    store::with_locks(&[&path], lock_timeout, || {
+        update_locked(root, session_id, f)
+    })
 }
 
 /// [`update`] for a caller that already holds `session_id`'s inbox lock.
@@ -441,55 +481,4 @@ fn keep_aside(dir: &Path, session_id: &str, raw: &[u8]) -> Result<PathBuf> {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn derived_id_depends_on_the_message_only() {
-        let base = serde_json::json!({"from_alias":"bob","to_alias":"alice#lobby",
-            "content":"room post from bob","ts":1796055331.988295});
-        let id = derived_message_id(&base).unwrap();
-        assert!(id.starts_with(DERIVED_ID_PREFIX) && id.len() == DERIVED_ID_PREFIX.len() + 32);
-        // key order, number spelling and our extras do not change it
-        let same: Value = serde_json::from_str(
-            r#"{"repaired":true,"ts":1.796055331988295e9,"content":"room post from bob","to_alias":"alice#lobby","from_alias":"bob","deferrable":false}"#,
-        )
-        .unwrap();
-        assert_eq!(derived_message_id(&same).unwrap(), id);
-        assert_eq!(raw_message_id(&same).unwrap(), id.as_str());
-        assert_eq!(Message::from_value(&same).unwrap().message_id, id);
-        // every one of the four fields does
-        for (k, v) in [
-            ("from_alias", serde_json::json!("carol")),
-            ("to_alias", serde_json::json!("carol#lobby")),
-            ("content", serde_json::json!("room post from bob!")),
-            ("ts", serde_json::json!(1796055331.988296)),
-        ] {
-            let mut other = base.clone();
-            other[k] = v;
-            assert_ne!(derived_message_id(&other).unwrap(), id, "{k}");
-        }
-        // a record with an id keeps it; a record of another shape has none
-        let with_id =
-            serde_json::json!({"from_alias":"a","to_alias":"b","content":"c","message_id":"m1"});
-        assert_eq!(derived_message_id(&with_id), None);
-        assert_eq!(raw_message_id(&with_id).unwrap(), "m1");
-        assert_eq!(derived_message_id(&serde_json::json!({"kind":"x"})), None);
-        assert_eq!(
-            derived_message_id(&serde_json::json!({"from_alias":"a","to_alias":"b","content":1})),
-            None
-        );
-    }
-
-    #[test]
-    fn c2c_record_roundtrips_with_unknown_fields() {
-        let raw = serde_json::json!({
-            "from_alias": "a", "to_alias": "b#room1", "content": "hi", "ts": 1.25,
-            "message_id": "m1", "reply_via": "x", "deferrable": true
-        });
-        let m = Message::from_value(&raw).unwrap();
-        assert_eq!(m.room_id(), Some("room1"));
-        assert_eq!(m.extra["reply_via"], "x");
-        assert_eq!(m.to_value(), raw);
-    }
-}
+mod tests;

@@ -2,10 +2,11 @@
 //! receipt list goes through [`crate::envelope`] here, so no peer-controlled string reaches a
 //! model unframed, whichever path shows it.
 
-use crate::broker::{HeldMessage, Peer};
-use crate::envelope::{self, Kind, ListingItem, PeerText};
+use super::{self as envelope, Kind, ListingItem, PeerText};
+use crate::held::HeldMessage;
 use crate::inbox::Message;
 use crate::receipts::Receipt;
+use crate::registry::Peer;
 
 /// Frame one inbox record for injection: a receipt notice (`receipt` set) as a notice, a
 /// room or broadcast copy with its addressing, anything else as a direct message.

@@ -1,0 +1,64 @@
+//! File operations on `pending_permissions.json`: every change is one locked
+//! read-modify-write through [`store::update_array`]; reads that decide nothing durable use a
+//! plain read.
+
+use std::time::Duration;
+
+use super::{
+    add_slot, evaluate, prune_expired, AddRefused, Caps, CheckKind, CheckOutcome, PendingSlot,
+};
+use crate::error::Result;
+use crate::store::{self, BrokerRoot};
+
+/// Add `slot` (newest first) to the root's pending file under its lock, pruning expired slots
+/// in the same write. The inner result is the rule's answer: `Ok(pruned)` (how many expired
+/// slots were removed) or why the slot was refused (then the file is not rewritten).
+///
+/// # Errors
+/// Store errors (lock timeout after `lock_timeout`, an unreadable file, a failed write).
+pub fn open_slot(
+    root: &BrokerRoot,
+    slot: &PendingSlot,
+    caps: Caps,
+    now: f64,
+    lock_timeout: Duration,
+) -> Result<std::result::Result<usize, AddRefused>> {
+    store::update_array(&root.pending(), lock_timeout, |records| {
+        Ok(match add_slot(records, slot, caps, now) {
+            Ok(pruned) => (Ok(pruned), true),
+            Err(refused) => (Err(refused), false),
+        })
+    })
+}
+
+/// Re-evaluate a reply to `perm_id` from `replier_alias` under the pending file's lock and,
+/// when it is valid and the slot has no `resolved_at` yet, stamp it with the current time
+/// (epoch seconds), pruning expired slots in the same write. Returns the outcome, its kind
+/// and whether a stamp was written. The stamp is bookkeeping only: it authorises nothing.
+///
+/// # Errors
+/// Store errors (lock timeout after `lock_timeout`, an unreadable file, a failed write).
+pub fn stamp_valid_check(
+    root: &BrokerRoot,
+    perm_id: &str,
+    replier_alias: &str,
+    lock_timeout: Duration,
+) -> Result<(CheckOutcome, CheckKind, bool)> {
+    store::update_array(&root.pending(), lock_timeout, |records| {
+        let now = crate::time::now_secs();
+        let (outcome, kind, found) = evaluate(records, perm_id, replier_alias, now);
+        let mut stamp = false;
+        if let (CheckKind::Valid, Some((i, slot))) = (kind, found) {
+            if slot.resolved_at.is_none() {
+                if let Some(obj) = records[i].as_object_mut() {
+                    obj.insert("resolved_at".into(), now.into());
+                    stamp = true;
+                }
+            }
+        }
+        if stamp {
+            prune_expired(records, now);
+        }
+        Ok(((outcome, kind, stamp), stamp))
+    })
+}
