@@ -126,7 +126,7 @@ pub struct Broker {
     /// The parsed `registry.json`, reused while the file is unchanged.
     registry_cache: Arc<RegistryCache>,
     /// `pending_permissions.json`, parsed (reused while the file is unchanged).
-    pending_cache: Arc<crate::store::cache::ParsedFileCache<Vec<Value>>>,
+    pending_cache: Arc<crate::store::cache::ParsedFileCache<crate::pending::Snapshot>>,
     /// Records of our inbox already reported as not messages (first 16 hex of their sha256).
     not_messages_reported: Mutex<std::collections::HashSet<String>>,
 }
@@ -369,9 +369,9 @@ impl Broker {
     /// [`RegistryCache`]). Liveness is not part of it: callers check it per call.
     /// The pending-reply slots as last written (a cached parse; see [`crate::store::cache`]).
     /// Expiry is evaluated by the caller.
-    pub(crate) fn pending_snapshot(&self) -> Result<std::sync::Arc<Vec<Value>>> {
+    pub(crate) fn pending_snapshot(&self) -> Result<std::sync::Arc<crate::pending::Snapshot>> {
         self.pending_cache
-            .load(&self.root.pending(), crate::store::file::parse_array)
+            .load(&self.root.pending(), crate::pending::Snapshot::parse)
     }
 
     pub(crate) fn registrations(&self) -> Result<Arc<Vec<Registration>>> {
@@ -559,6 +559,7 @@ impl Broker {
         let now = crate::time::now_secs();
         let has_slots = self.pending_snapshot().map(|slots| {
             slots
+                .records
                 .iter()
                 .filter_map(crate::pending::PendingSlot::from_value)
                 .any(|s| s.requester_session_id == self.session_id && s.is_active(now))

@@ -34,7 +34,9 @@ use crate::error::{Error, Result};
 use crate::ids::{alias_eq, validate_alias};
 
 mod slots;
+mod snapshot;
 pub use slots::{open_slot, stamp_valid_check};
+pub use snapshot::Snapshot;
 
 /// c2c's default TTL of a slot, in seconds (`C2C_PERMISSION_TTL` unset).
 pub const DEFAULT_TTL_SECS: f64 = 600.0;
@@ -411,8 +413,19 @@ pub fn evaluate(
     replier_alias: &str,
     now: f64,
 ) -> (CheckOutcome, CheckKind, Option<(usize, PendingSlot)>) {
+    evaluate_in(records.iter().enumerate(), perm_id, replier_alias, now)
+}
+
+/// [`evaluate`] over `(index, record)` pairs in file order (all records, or only those an
+/// index says carry `perm_id`: records with another perm id are skipped either way).
+fn evaluate_in<'a>(
+    records: impl Iterator<Item = (usize, &'a Value)>,
+    perm_id: &str,
+    replier_alias: &str,
+    now: f64,
+) -> (CheckOutcome, CheckKind, Option<(usize, PendingSlot)>) {
     let mut seen_expired = false;
-    for (i, v) in records.iter().enumerate() {
+    for (i, v) in records {
         // Compare the id before deserialising the record: a check scans every slot.
         if v.get("perm_id").and_then(Value::as_str) != Some(perm_id) {
             continue;

@@ -34,7 +34,9 @@ pub fn open_slot(
 /// Re-evaluate a reply to `perm_id` from `replier_alias` under the pending file's lock and,
 /// when it is valid and the slot has no `resolved_at` yet, stamp it with the current time
 /// (epoch seconds), pruning expired slots in the same write. Returns the outcome, its kind
-/// and whether a stamp was written. The stamp is bookkeeping only: it authorises nothing.
+/// and whether a stamp was written. The stamp is bookkeeping only: it authorises nothing,
+/// so it is written without a disk flush ([`store::update_array_unsynced`]): a crash can
+/// lose the stamp (and the pruning), never a slot (RELIABILITY.md).
 ///
 /// # Errors
 /// Store errors (lock timeout after `lock_timeout`, an unreadable file, a failed write).
@@ -44,7 +46,7 @@ pub fn stamp_valid_check(
     replier_alias: &str,
     lock_timeout: Duration,
 ) -> Result<(CheckOutcome, CheckKind, bool)> {
-    store::update_array(&root.pending(), lock_timeout, |records| {
+    store::update_array_unsynced(&root.pending(), lock_timeout, |records| {
         let now = crate::time::now_secs();
         let (outcome, kind, found) = evaluate(records, perm_id, replier_alias, now);
         let mut stamp = false;

@@ -184,6 +184,43 @@ pub fn write_bytes_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
     sync_dir(path.parent().unwrap_or(Path::new(".")))
 }
 
+/// Replace `path` with `records` for bookkeeping a crash may lose (e.g. the `resolved_at`
+/// stamp of a pending slot), but never at the cost of the file's other records: the atomic
+/// replace without the directory fsync and, on file systems that write a new file's data
+/// before they commit a `rename` over an existing file ([`orders_data_before_rename`]),
+/// without the data fsync either. After a crash the file is the old version or the new one,
+/// whole. The caller holds `X.lock`, as for every write.
+///
+/// # Errors
+/// [`Error::Io`] naming the file that failed.
+pub fn write_array_unsynced(path: &Path, records: &[Value]) -> Result<()> {
+    let bytes = serde_json::to_vec(records).map_err(|e| Error::io(path, e.into()))?;
+    let dir = path.parent().unwrap_or(Path::new("."));
+    replace_file(path, &bytes, !orders_data_before_rename(dir))
+}
+
+/// Whether the file system of `dir` writes a file's data before it commits a `rename` of
+/// that file over an existing one, so that an un-fsync'd replace leaves the old or the new
+/// file after a crash, never an empty one: ext2/3/4 (`data=ordered`, the default, with
+/// `auto_da_alloc`, also the default), btrfs (flushes on rename-over), tmpfs (nothing
+/// survives a crash anyway). Anything else, or an unknown answer: `false`.
+pub(crate) fn orders_data_before_rename(dir: &Path) -> bool {
+    #[cfg(any(target_os = "linux", target_os = "android"))]
+    {
+        use nix::sys::statfs::{statfs, BTRFS_SUPER_MAGIC, EXT4_SUPER_MAGIC, TMPFS_MAGIC};
+        // ext2, ext3 and ext4 share one magic number.
+        statfs(dir).is_ok_and(|s| {
+            let t = s.filesystem_type();
+            t == EXT4_SUPER_MAGIC || t == BTRFS_SUPER_MAGIC || t == TMPFS_MAGIC
+        })
+    }
+    #[cfg(not(any(target_os = "linux", target_os = "android")))]
+    {
+        let _ = dir;
+        false
+    }
+}
+
 /// Steps 1–3 of an atomic replace (temp file, fsync, rename) without the directory fsync:
 /// the caller must [`sync_dir`] the parent before it reports success, and may share that one
 /// directory fsync between several files of the same directory.
@@ -191,6 +228,11 @@ pub fn write_bytes_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
 /// # Errors
 /// [`Error::Io`] naming the file that failed.
 pub(crate) fn replace_durable_file(path: &Path, bytes: &[u8]) -> Result<()> {
+    replace_file(path, bytes, true)
+}
+
+/// Temp file, fsync when `sync`, rename (see [`replace_durable_file`]).
+fn replace_file(path: &Path, bytes: &[u8], sync: bool) -> Result<()> {
     let mut tmp_name = path.file_name().unwrap_or_default().to_os_string();
     tmp_name.push(format!(".tmp.{}", std::process::id()));
     let tmp = path.with_file_name(tmp_name);
@@ -204,7 +246,9 @@ pub(crate) fn replace_durable_file(path: &Path, bytes: &[u8]) -> Result<()> {
         }
         Err(e) => return Err(Error::io(&tmp, e)),
     };
-    let written = file.write_all(bytes).and_then(|_| file.sync_all());
+    let written = file
+        .write_all(bytes)
+        .and_then(|_| if sync { file.sync_all() } else { Ok(()) });
     if let Err(e) = written {
         let _ = std::fs::remove_file(&tmp);
         return Err(Error::io(&tmp, e));
@@ -600,6 +644,32 @@ mod tests {
         assert_eq!(ids, vec!["m1", "m2", "m3"]);
         // beyond the window an id is not looked for
         assert_eq!(append_jsonl_once(&p, &[v("m1")], 100).unwrap(), 1);
+    }
+
+    #[test]
+    fn unsynced_replace_writes_the_whole_file_and_leaves_no_temp() {
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path().join("pending_permissions.json");
+        write_array_atomic(&p, &[serde_json::json!({"a": 1})]).unwrap();
+        write_array_unsynced(&p, &[serde_json::json!({"a": 2}), serde_json::json!(3)]).unwrap();
+        assert_eq!(std::fs::read(&p).unwrap(), br#"[{"a":2},3]"#);
+        let names: Vec<_> = std::fs::read_dir(d.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
+        assert_eq!(
+            names,
+            vec![std::ffi::OsString::from("pending_permissions.json")]
+        );
+        // a temp file left by a crashed writer with our pid is replaced, as for every write
+        let tmp = d.path().join(format!(
+            "pending_permissions.json.tmp.{}",
+            std::process::id()
+        ));
+        std::fs::write(&tmp, b"garbage").unwrap();
+        write_array_unsynced(&p, &[]).unwrap();
+        assert_eq!(std::fs::read(&p).unwrap(), b"[]");
+        assert!(!tmp.exists());
     }
 
     #[test]
