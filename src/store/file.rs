@@ -681,7 +681,10 @@ mod tests {
             "receipt": {"message_id": "m2"}});
         append_jsonl(&p, &[other]).unwrap();
         let m2 = serde_json::json!({"message_id": "m2"});
-        assert_eq!(append_jsonl_once(&p, std::slice::from_ref(&m2), 4096).unwrap(), 1);
+        assert_eq!(
+            append_jsonl_once(&p, std::slice::from_ref(&m2), 4096).unwrap(),
+            1
+        );
         assert_eq!(append_jsonl_once(&p, &[m2], 4096).unwrap(), 0);
         // another writer escaped the id (`\u0033` is "3"): still found
         std::fs::OpenOptions::new()
