@@ -71,8 +71,14 @@ impl Broker {
             verdict: None,
             extra: Default::default(),
         };
-        let added =
-            pending::open_slot(&self.root, &slot, self.pending_caps, now, self.lock_timeout)?;
+        let added = pending::open_slot(
+            &self.root,
+            &self.pending_cache,
+            &slot,
+            self.pending_caps,
+            now,
+            self.lock_timeout,
+        )?;
         let session = short_hash(&self.session_id);
         let perm = short_hash(perm_id);
         match added {
@@ -147,8 +153,13 @@ impl Broker {
         if kind == CheckKind::Valid && found.is_some_and(|(_, s)| s.resolved_at.is_none()) {
             // Re-evaluate under the lock: the slot may have been stamped, removed or expired
             // since the snapshot.
-            (outcome, kind, stamped) =
-                pending::stamp_valid_check(&self.root, perm_id, &own.alias, self.lock_timeout)?;
+            (outcome, kind, stamped) = pending::stamp_valid_check(
+                &self.root,
+                &self.pending_cache,
+                perm_id,
+                &own.alias,
+                self.lock_timeout,
+            )?;
         }
         let mut f = fields! {
             "perm" => short_hash(perm_id), "session" => short_hash(&self.session_id),

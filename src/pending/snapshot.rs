@@ -27,14 +27,18 @@ impl Snapshot {
     /// # Errors
     /// [`crate::Error::StoreCorrupt`].
     pub fn parse(path: &Path, bytes: &[u8]) -> Result<Snapshot> {
-        let records = crate::store::file::parse_array(path, bytes)?;
+        Ok(Self::of(crate::store::file::parse_array(path, bytes)?))
+    }
+
+    /// The snapshot of a file holding exactly `records`.
+    pub fn of(records: Vec<Value>) -> Snapshot {
         let mut by_id: HashMap<String, Vec<usize>> = HashMap::with_capacity(records.len());
         for (i, v) in records.iter().enumerate() {
             if let Some(id) = v.get("perm_id").and_then(Value::as_str) {
                 by_id.entry(id.to_string()).or_default().push(i);
             }
         }
-        Ok(Snapshot { records, by_id })
+        Snapshot { records, by_id }
     }
 
     /// [`super::evaluate`] over this snapshot, looking only at the records with `perm_id`.
@@ -52,6 +56,18 @@ impl Snapshot {
             .iter()
             .map(|&i| (i, &self.records[i]));
         evaluate_in(candidates, perm_id, replier_alias, now)
+    }
+}
+
+impl crate::store::cache::ArrayParse for Snapshot {
+    fn parse(path: &Path, bytes: &[u8]) -> Result<Snapshot> {
+        Snapshot::parse(path, bytes)
+    }
+    fn records(&self) -> &[Value] {
+        &self.records
+    }
+    fn from_records(records: Vec<Value>) -> Snapshot {
+        Snapshot::of(records)
     }
 }
 

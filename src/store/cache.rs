@@ -119,7 +119,37 @@ impl<T: Default + Send + Sync + 'static> ParsedFileCache<T> {
     }
 }
 
+/// A parse of a JSON-array store file that can be rebuilt from its records, so a
+/// read-modify-write can start from the cached version and leave the written one in the cache
+/// ([`crate::store::update_array_cached`]).
+pub trait ArrayParse: Default {
+    /// Parse the bytes of the file read from `path`.
+    ///
+    /// # Errors
+    /// [`crate::Error::StoreCorrupt`] for anything but a JSON array.
+    fn parse(path: &Path, bytes: &[u8]) -> Result<Self>;
+    /// The records, in file order.
+    fn records(&self) -> &[serde_json::Value];
+    /// The parse of a file holding exactly `records`.
+    fn from_records(records: Vec<serde_json::Value>) -> Self;
+}
+
 impl<T: Default> ParsedFileCache<T> {
+    /// Make `parsed` the cached parse of the version of the file this process has just
+    /// written: `file` is that version, still open (so it pins the inode, see `Cached::pin`),
+    /// and `bytes` its content. Its identity is read from `file` after the rename (which set
+    /// its ctime). If that fails, the cache is emptied instead.
+    pub(crate) fn install(&self, file: std::fs::File, bytes: Vec<u8>, parsed: T) {
+        let mut slot = self.slot.lock().unwrap_or_else(|p| p.into_inner());
+        *slot = file.metadata().ok().map(|meta| Cached {
+            id: FileId::of(&meta),
+            checked_at: crate::time::now_secs(),
+            pin: Some(file),
+            bytes,
+            parsed: Arc::new(parsed),
+        });
+    }
+
     /// An empty cache of this handle's own.
     pub fn new() -> Self {
         Self::default()
@@ -183,5 +213,61 @@ impl<T: Default> ParsedFileCache<T> {
             parsed: Arc::clone(&parsed),
         });
         Ok(parsed)
+    }
+}
+
+#[cfg(test)]
+mod update_tests {
+    use super::*;
+    use serde_json::{json, Value};
+    use std::sync::atomic::Ordering;
+
+    #[derive(Default, Debug)]
+    struct Recs(Vec<Value>);
+    impl ArrayParse for Recs {
+        fn parse(path: &Path, bytes: &[u8]) -> Result<Self> {
+            crate::store::file::parse_array(path, bytes).map(Recs)
+        }
+        fn records(&self) -> &[Value] {
+            &self.0
+        }
+        fn from_records(records: Vec<Value>) -> Self {
+            Recs(records)
+        }
+    }
+
+    fn push(p: &Path, c: &ParsedFileCache<Recs>, v: Value, durable: bool) {
+        crate::store::update_array_cached(p, Duration::from_secs(2), durable, c, |r| {
+            r.push(v);
+            Ok(((), true))
+        })
+        .unwrap();
+    }
+    use std::time::Duration;
+
+    #[test]
+    fn a_cached_update_starts_from_the_cache_and_leaves_the_new_version_in_it() {
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path().join("x.json");
+        let c = ParsedFileCache::<Recs>::new();
+        push(&p, &c, json!(1), true);
+        push(&p, &c, json!(2), false);
+        // both writes read nothing (absent file, then the installed version) ...
+        assert_eq!(c.reads.load(Ordering::Relaxed), 0);
+        // ... the file and the cache agree, and a read finds the installed parse
+        assert_eq!(std::fs::read(&p).unwrap(), b"[1,2]");
+        assert_eq!(c.load(&p, Recs::parse).unwrap().0, vec![json!(1), json!(2)]);
+        assert_eq!(c.reads.load(Ordering::Relaxed), 0);
+        // another writer's replacement (a new inode) is read before the next update
+        crate::store::write_array_atomic(&p, &[json!(9)]).unwrap();
+        push(&p, &c, json!(3), true);
+        assert_eq!(c.reads.load(Ordering::Relaxed), 1);
+        assert_eq!(std::fs::read(&p).unwrap(), b"[9,3]");
+        // an update that changes nothing writes nothing
+        crate::store::update_array_cached(&p, Duration::from_secs(2), true, &c, |_| {
+            Ok(((), false))
+        })
+        .unwrap();
+        assert_eq!(std::fs::read(&p).unwrap(), b"[9,3]");
     }
 }

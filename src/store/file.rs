@@ -194,9 +194,26 @@ pub fn write_bytes_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
 /// # Errors
 /// [`Error::Io`] naming the file that failed.
 pub fn write_array_unsynced(path: &Path, records: &[Value]) -> Result<()> {
+    write_array_kept(path, records, false).map(drop)
+}
+
+/// [`write_array_atomic`] (`durable`) or [`write_array_unsynced`] (not), returning the new
+/// file still open and the bytes written (for a cache of the version just written).
+///
+/// # Errors
+/// [`Error::Io`] naming the file that failed.
+pub(crate) fn write_array_kept(
+    path: &Path,
+    records: &[Value],
+    durable: bool,
+) -> Result<(File, Vec<u8>)> {
     let bytes = serde_json::to_vec(records).map_err(|e| Error::io(path, e.into()))?;
     let dir = path.parent().unwrap_or(Path::new("."));
-    replace_file(path, &bytes, !orders_data_before_rename(dir))
+    let file = replace_file(path, &bytes, durable || !orders_data_before_rename(dir))?;
+    if durable {
+        sync_dir(dir)?;
+    }
+    Ok((file, bytes))
 }
 
 /// Whether the file system of `dir` writes a file's data before it commits a `rename` of
@@ -228,11 +245,12 @@ pub(crate) fn orders_data_before_rename(dir: &Path) -> bool {
 /// # Errors
 /// [`Error::Io`] naming the file that failed.
 pub(crate) fn replace_durable_file(path: &Path, bytes: &[u8]) -> Result<()> {
-    replace_file(path, bytes, true)
+    replace_file(path, bytes, true).map(drop)
 }
 
-/// Temp file, fsync when `sync`, rename (see [`replace_durable_file`]).
-fn replace_file(path: &Path, bytes: &[u8], sync: bool) -> Result<()> {
+/// Temp file, fsync when `sync`, rename (see [`replace_durable_file`]). Returns the new file,
+/// still open.
+fn replace_file(path: &Path, bytes: &[u8], sync: bool) -> Result<File> {
     let mut tmp_name = path.file_name().unwrap_or_default().to_os_string();
     tmp_name.push(format!(".tmp.{}", std::process::id()));
     let tmp = path.with_file_name(tmp_name);
@@ -253,12 +271,11 @@ fn replace_file(path: &Path, bytes: &[u8], sync: bool) -> Result<()> {
         let _ = std::fs::remove_file(&tmp);
         return Err(Error::io(&tmp, e));
     }
-    drop(file);
     if let Err(e) = std::fs::rename(&tmp, path) {
         let _ = std::fs::remove_file(&tmp);
         return Err(Error::io(path, e));
     }
-    Ok(())
+    Ok(file)
 }
 
 /// fsync a directory so a rename or create inside it is durable.
