@@ -586,6 +586,15 @@ export interface InboxSummary {
 }
 
 /**
+ * Turn diagnostics on with an env-filter (`C2C_BRIDGE_LOG` syntax: `debug`,
+ * `c2c_bridge::store=trace`, ...) or off (`""`, `"off"`); `filter` omitted: the process
+ * environment's `C2C_BRIDGE_LOG` (unset: no change). Process-wide. Returns whether
+ * diagnostics are on. Errors: `E_INVALID_OPTION` for a filter that does not parse (the
+ * previous filter stays).
+ */
+export declare function initDiagnostics(filter?: string | undefined | null): boolean
+
+/**
  * Read `<sessionId>.inbox.json` of `root` record by record, as the broker does, without a
  * lock and without changing anything: `doctor`'s inbox check.
  * Errors: `E_INVALID_ID`, `E_ROOT_INSECURE`, `E_STORE_CORRUPT` (not a JSON array at all),
@@ -925,6 +934,14 @@ export interface SendReceipt {
   /** `"queued"`. */
   status: string
 }
+
+/**
+ * Send diagnostic lines to `callback(line)` instead of stderr (`null`: back to stderr).
+ * Process-wide, the last call wins. The callback runs on the JS thread, never keeps the
+ * process alive, and an exception it throws is swallowed. At most 1 024 lines wait for it;
+ * more are dropped. Lines carry no message text and no tool arguments.
+ */
+export declare function setDiagnosticsSink(callback: ((line: string) => void) | null): void
 
 /** A recipient a broadcast or room send skipped. */
 export interface SkippedRecipient {

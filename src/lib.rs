@@ -25,8 +25,10 @@
 //! | `log` | `broker.log`: c2c's audit lines |
 //! | `watch` | the shared inbox watcher (notify/inotify), one per root |
 //! | [`envelope`] | framing of peer text for a model (every frame the broker shows), permission-reply recognition |
+//! | [`opencode`] | the one decoder of OpenCode 1.18.33's wire JSON (events, messages, parts, sessions, permission requests) into typed facts, and the one "busy" rule; nothing else reads OpenCode's JSON |
 //! | [`provenance`] | the turn index and `parentID` walk (was this turn peer-triggered?) |
 //! | [`policy`] | pure decisions: `peerPermissions`, inbound gating, hop limit, rate limit, the fail-closed guardrail |
+//! | [`diagnostics`] | `tracing` for maintainers (`C2C_BRIDGE_LOG`, off by default; never `broker.log`, which stays c2c's audit format) |
 //! | `config` | the plugin options schema and its validation (fail safe) |
 //! | [`broker`] | [`Broker`]: one session's identity-bound handle; each call binds the caller's own registration, calls the concept modules, writes the audit line |
 //! | `node` | napi classes and functions, error-code mapping (the addon's surface) |
@@ -63,6 +65,7 @@
 
 pub mod broker;
 mod config;
+pub mod diagnostics;
 pub mod envelope;
 pub mod error;
 mod held;
@@ -74,6 +77,7 @@ mod log;
 // that registration out, so there they look unused.
 #[cfg_attr(test, allow(dead_code))]
 mod node;
+pub mod opencode;
 mod pending;
 pub mod policy;
 pub mod provenance;

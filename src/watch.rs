@@ -158,6 +158,12 @@ impl SyncFn {
     }
 }
 
+/// A watcher that could not be set up (e.g. the inotify instance limit), as an I/O error.
+fn watch_failed(root: &Path, e: notify::Error) -> Error {
+    tracing::warn!(root = ?root, error = %e, "inbox watcher could not start");
+    Error::io(root, std::io::Error::other(e.to_string()))
+}
+
 fn start_root(root: &Path) -> Result<RootWatch> {
     let subscribers: Subscribers = Arc::default();
     let subs = Arc::clone(&subscribers);
@@ -165,11 +171,18 @@ fn start_root(root: &Path) -> Result<RootWatch> {
     let dead_flag = Arc::clone(&dead);
     let root_path = root.to_path_buf();
     let mut watcher = notify::recommended_watcher(move |res: notify::Result<notify::Event>| {
-        let Ok(event) = res else { return };
+        let event = match res {
+            Ok(event) => event,
+            Err(e) => {
+                tracing::warn!(root = ?root_path, error = %e, "inbox watcher error");
+                return;
+            }
+        };
         if matches!(event.kind, EventKind::Access(_)) {
             return;
         }
         if matches!(event.kind, EventKind::Remove(_)) && event.paths.contains(&root_path) {
+            tracing::warn!(root = ?root_path, "broker root removed: its watch sees nothing more");
             dead_flag.store(true, Ordering::Release);
         }
         let mut due: Vec<Callback> = Vec::new();
@@ -185,10 +198,11 @@ fn start_root(root: &Path) -> Result<RootWatch> {
             cb.call();
         }
     })
-    .map_err(|e| Error::io(root, std::io::Error::other(e.to_string())))?;
+    .map_err(|e| watch_failed(root, e))?;
     watcher
         .watch(root, RecursiveMode::NonRecursive)
-        .map_err(|e| Error::io(root, std::io::Error::other(e.to_string())))?;
+        .map_err(|e| watch_failed(root, e))?;
+    tracing::debug!(root = ?root, "inbox watcher started");
     Ok(RootWatch {
         _watcher: watcher,
         subscribers,

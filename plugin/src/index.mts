@@ -14,7 +14,7 @@ import { Delivery } from "./delivery.mjs";
 import type { HostEvent, HostMessage, HostPart, HostSession, PluginHooks, PluginInput, ToolContext } from "./host.mjs";
 import { makeInject } from "./inject.mjs";
 import { claimDirectory, type Claim, type Served } from "./instances.mjs";
-import { createLogger, safe, type Logger } from "./log.mjs";
+import { createLogger, forwardDiagnostics, safe, type Logger } from "./log.mjs";
 import { describeModes, type Modes } from "./modes.mjs";
 import { plainEnv, readOptions, reportOptionErrors } from "./options.mjs";
 import { PermissionHandler, permissionKind, type Gate } from "./permissions/handler.mjs";
@@ -52,6 +52,7 @@ async function server(input: PluginInput, rawOptions?: Record<string, unknown>):
     return {};
   }
   const addon = loaded.addon;
+  forwardDiagnostics(addon, logger);
 
   // One serving instance per directory per process (see instances.mts).
   const spec = packageDirectory();

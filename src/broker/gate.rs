@@ -121,6 +121,7 @@ impl Broker {
                     ours.as_deref(),
                     Self::ingress_of(&m),
                 );
+                tracing::debug!(message_id = ?m.message_id, from = ?m.from_alias, ?decision, "inbound gate");
                 match decision {
                     InboundDecision::Accept => {
                         report.deliver.push(m);
@@ -170,6 +171,7 @@ impl Broker {
                     let Some(m) = Message::from_value(&h) else {
                         continue;
                     };
+                    tracing::debug!(message_id = ?m.message_id, "held inbox full: dropped");
                     report.held.retain(|id| id != &m.message_id);
                     report.dropped.push(m.message_id.clone());
                     notices.retain(|(_, r)| r.message_id != m.message_id);

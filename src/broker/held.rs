@@ -103,6 +103,7 @@ impl Broker {
             .iter()
             .filter_map(|v| crate::inbox::raw_message_id(v).map(String::from))
             .collect();
+        tracing::debug!(?ids, "released from the held inbox");
         self.audit().event(
             "held_release",
             fields! {"session" => short_hash(self.session_id()), "ids" => ids},
@@ -128,6 +129,12 @@ impl Broker {
             }
         }
         if !ids.is_empty() {
+            tracing::debug!(
+                ?ids,
+                status = status.as_str(),
+                why,
+                "removed from the held inbox"
+            );
             self.audit().event(
                 "held_remove",
                 fields! {"session" => short_hash(self.session_id()), "status" => status.as_str(), "ids" => ids},

@@ -12,6 +12,7 @@ mod messaging;
 mod pending;
 mod receipts;
 mod rooms;
+mod sweep;
 
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -35,10 +36,9 @@ pub use crate::held::{HeldMessage, HeldSelector};
 pub use crate::registry::Peer;
 pub use crate::rooms::{RoomInfo, RoomMessage};
 pub use gate::{GateReport, PermissionAdvisory};
-pub use messaging::{
-    AckReport, BroadcastReport, SendOptions, SendReceipt, SkippedRecipient, SweepReport,
-};
+pub use messaging::{AckReport, BroadcastReport, SendOptions, SendReceipt, SkippedRecipient};
 pub use pending::PendingOpened;
+pub use sweep::{SweepReport, RECIPIENT_ENDED};
 
 /// Default maximum message size: 16 KiB of UTF-8.
 pub const DEFAULT_MAX_MESSAGE_BYTES: usize = 16 * 1024;
@@ -283,7 +283,7 @@ impl Broker {
             let inbox = crate::inbox::ensure(&root, &opts.session_id, lock_timeout);
             store::file::sync_dir(root.path())?;
             inbox?;
-            messaging::rescue_dead_letters(&root, &opts.session_id, lock_timeout, &log)?;
+            sweep::rescue_dead_letters(&root, &opts.session_id, lock_timeout, &log)?;
             alias
         };
 

@@ -96,6 +96,7 @@ impl Broker {
             .filter_map(|m| Some((m.from_session_id.clone()?, m.receipt_for(status, ""))))
             .collect();
         self.send_notices(notices);
+        tracing::debug!(ids = ?taken.iter().map(|m| &m.message_id).collect::<Vec<_>>(), status = status.as_str(), "acknowledged");
         Ok(taken.into_iter().map(|m| m.message_id).collect())
     }
 

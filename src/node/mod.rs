@@ -9,6 +9,7 @@ pub mod ack_task;
 pub mod admin;
 pub mod broker;
 pub mod config;
+pub mod diagnostics;
 pub mod envelope;
 pub mod error;
 pub mod policy;

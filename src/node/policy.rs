@@ -1,5 +1,6 @@
 //! The `PermissionGate` class: a thin wrapper over [`crate::policy::engine::PermissionGate`].
-//! JS objects (events, permission requests, messages) cross as `serde_json::Value`.
+//! JS objects (events, permission requests, messages) cross as `serde_json::Value` and are
+//! decoded by [`crate::opencode`] before the gate sees them.
 
 use std::path::PathBuf;
 
@@ -7,6 +8,7 @@ use napi_derive::napi;
 use serde_json::Value;
 
 use super::error::{invalid_arg, to_js, JsCode};
+use crate::opencode::{self, FetchedMessage, FetchedSession, PermissionAsked};
 use crate::policy::engine::{self, GateConfig, GateDecision};
 use crate::policy::peer_permissions::{PermissionEventKind, ENV_PEER_PERMISSIONS};
 use crate::provenance::Limits;
@@ -265,7 +267,9 @@ impl JsPermissionGate {
         ts_args_type = "event: { type: string; properties?: unknown }"
     )]
     pub fn observe(&mut self, event: Value) {
-        self.inner.observe(&event, now_ms());
+        if let Some(event) = opencode::decode_event(&event) {
+            self.inner.observe(event, now_ms());
+        }
     }
 
     /// Decide a `permission.asked` (`kind = "asked"`) or `permission.v2.asked` (`"v2"`)
@@ -281,21 +285,18 @@ impl JsPermissionGate {
         request: Value,
         tool_input: Option<Value>,
     ) -> Result<PermissionDecision, JsCode> {
-        let kind = match kind.as_str() {
-            "asked" | "permission.asked" => PermissionEventKind::Asked,
-            "v2" | "permission.v2.asked" => PermissionEventKind::V2Asked,
-            other => {
-                return Err(invalid_arg(format!(
-                    "kind must be \"asked\" or \"v2\", not {other:?}"
-                )))
-            }
+        let Some(kind) = PermissionEventKind::parse(&kind) else {
+            return Err(invalid_arg(format!(
+                "kind must be \"asked\" or \"v2\", not {kind:?}"
+            )));
         };
         self.retry_audit();
         let tool_input = tool_input.filter(|v| !v.is_null());
-        Ok(self
-            .inner
-            .decide(kind, &request, tool_input.as_ref())
-            .into())
+        Ok(match PermissionAsked::decode(kind, &request) {
+            Ok(request) => self.inner.decide(&request, tool_input.as_ref()),
+            Err(malformed) => engine::GateDecision::malformed(&malformed),
+        }
+        .into())
     }
 
     /// Without an audit log, try the broker root again (at most every [`AUDIT_RETRY`]).
@@ -317,7 +318,7 @@ impl JsPermissionGate {
         ts_args_type = "message: { info: object; parts: object[] }"
     )]
     pub fn feed_message(&mut self, message: Value) {
-        self.inner.feed_message(&message);
+        self.inner.feed_message(FetchedMessage::decode(&message));
     }
 
     /// Answer a `need-session` step with the fetched session info (or null) and all its
@@ -327,6 +328,8 @@ impl JsPermissionGate {
         ts_args_type = "session: object | null, messages: object[] | null"
     )]
     pub fn feed_session(&mut self, session: Value, messages: Value) {
-        self.inner.feed_session(&session, &messages);
+        if let Some(fetched) = FetchedSession::decode(&session, &messages) {
+            self.inner.feed_session(fetched);
+        }
     }
 }

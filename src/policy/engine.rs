@@ -1,5 +1,6 @@
-//! The permission gate: one per plugin instance, it turns OpenCode's raw events and
-//! permission requests into one decision per request id.
+//! The permission gate: one per plugin instance, it turns OpenCode's events and permission
+//! requests, decoded by [`crate::opencode`] (this module reads no OpenCode JSON), into one
+//! decision per request id.
 //!
 //! The plugin feeds **every** event to [`PermissionGate::observe`] (the turn index needs
 //! messages, parts and session facts in the order OpenCode publishes them), then, for a
@@ -48,12 +49,14 @@ use serde_json::Value;
 
 use super::guardrail::{self, Category, PathContext, PermissionRequest};
 use super::peer_permissions::{
-    self, AnsweredSet, Decision, LeaveReason, PeerPermissions, PermissionEventKind,
-    PermissionRequestFacts,
+    self, AnsweredSet, Decision, LeaveReason, PeerPermissions, PermissionRequestFacts,
 };
 use super::SettingSource;
 use crate::log::{short_hash, AuditLog};
-use crate::provenance::{Basis, EpochMs, Limits, Lookup, MessageInfo, PeerMark, Role, TurnIndex};
+use crate::opencode::{
+    Event, FetchedMessage, FetchedSession, MalformedPermission, Part, PartKind, PermissionAsked,
+};
+use crate::provenance::{Basis, EpochMs, Limits, Lookup, TurnIndex};
 use crate::{fields, Error, Result};
 
 /// How the plugin instance configures its gate.
@@ -137,6 +140,26 @@ pub struct GateDecision {
     /// `session-mismatch` (see [`crate::provenance::Basis`]). Set on every final decision
     /// except a malformed request.
     pub basis: Option<&'static str>,
+}
+
+impl GateDecision {
+    /// The answer to a permission request without `id` or `sessionID`: `leave` with reason
+    /// `malformed-request` (OpenCode's prompt decides). Not recorded as decided and not
+    /// written to the audit log.
+    pub fn malformed(m: &MalformedPermission) -> GateDecision {
+        GateDecision {
+            action: Action::Leave,
+            reason: "malformed-request".into(),
+            request_id: m.request_id.clone(),
+            session_id: m.session_id.clone(),
+            message_id: None,
+            category: None,
+            guardrail_reason: None,
+            peer_message_id: None,
+            from: None,
+            basis: None,
+        }
+    }
 }
 
 /// The stable identifier of a guardrail category, as logged and returned.
@@ -271,7 +294,7 @@ pub struct PermissionGate {
     answers_off: bool,
 }
 
-/// The fields of a permission request the gate reads.
+/// The fields of a permission request the gate reads, borrowed from [`PermissionAsked`].
 struct Request<'a> {
     id: &'a str,
     session: &'a str,
@@ -281,65 +304,24 @@ struct Request<'a> {
     guard: PermissionRequest,
 }
 
-fn s<'a>(v: &'a Value, key: &str) -> Option<&'a str> {
-    v.get(key).and_then(Value::as_str).filter(|s| !s.is_empty())
-}
-
-/// An epoch-ms time. JS numbers past 2^31 cross napi as `f64`, so both forms are accepted.
-fn ms(v: Option<&Value>) -> Option<EpochMs> {
-    let v = v?;
-    v.as_i64().or_else(|| {
-        v.as_f64()
-            .filter(|f| f.is_finite() && f.abs() < 9.0e15)
-            .map(|f| f as EpochMs)
-    })
-}
-
-fn strings(v: Option<&Value>) -> Vec<String> {
-    v.and_then(Value::as_array)
-        .map(|a| {
-            a.iter()
-                .filter_map(Value::as_str)
-                .map(str::to_string)
-                .collect()
-        })
-        .unwrap_or_default()
-}
-
-fn parse_request(kind: PermissionEventKind, r: &Value) -> Option<Request<'_>> {
-    let id = s(r, "id")?;
-    let session = s(r, "sessionID")?;
-    let meta = r.get("metadata").unwrap_or(&Value::Null);
-    let (permission, tool, patterns, resources) = match kind {
-        PermissionEventKind::Asked => (
-            s(r, "permission").unwrap_or(""),
-            r.get("tool"),
-            strings(r.get("patterns")),
-            Vec::new(),
-        ),
-        PermissionEventKind::V2Asked => (
-            s(r, "action").unwrap_or(""),
-            r.get("source"),
-            Vec::new(),
-            strings(r.get("resources")),
-        ),
-    };
-    let tool = tool.unwrap_or(&Value::Null);
-    Some(Request {
-        id,
-        session,
-        permission,
-        tool_message: s(tool, "messageID"),
-        call_id: s(tool, "callID"),
-        guard: PermissionRequest {
-            permission: permission.to_string(),
-            command: s(meta, "command").map(str::to_string),
-            filepath: s(meta, "filepath").map(str::to_string),
-            patterns,
-            resources,
-            args: Value::Null,
-        },
-    })
+impl<'a> From<&'a PermissionAsked> for Request<'a> {
+    fn from(r: &'a PermissionAsked) -> Self {
+        Request {
+            id: &r.id,
+            session: &r.session_id,
+            permission: &r.permission,
+            tool_message: r.tool_message_id.as_deref(),
+            call_id: r.call_id.as_deref(),
+            guard: PermissionRequest {
+                permission: r.permission.clone(),
+                command: r.command.clone(),
+                filepath: r.filepath.clone(),
+                patterns: r.patterns.clone(),
+                resources: r.resources.clone(),
+                args: Value::Null,
+            },
+        }
+    }
 }
 
 fn tool_key(message_id: &str, call_id: &str) -> String {
@@ -405,189 +387,80 @@ impl PermissionGate {
         &self.index
     }
 
-    /// Feed one raw OpenCode event `{type, properties}`, stamped `now_ms` (epoch ms) on
-    /// receipt. Unknown types and malformed payloads are ignored.
-    pub fn observe(&mut self, event: &Value, now_ms: EpochMs) {
-        let p = event.get("properties").unwrap_or(&Value::Null);
-        match event.get("type").and_then(Value::as_str).unwrap_or("") {
-            "message.updated" => {
-                if let Some(info) = p.get("info") {
-                    self.observe_info(info);
-                }
+    /// Feed one decoded OpenCode event ([`crate::opencode::decode_event`]), stamped `now_ms`
+    /// (epoch ms) on receipt.
+    pub fn observe(&mut self, event: Event, now_ms: EpochMs) {
+        match event {
+            Event::MessageUpdated(info) => self.index.observe_message(info),
+            Event::PartUpdated(part) => self.observe_part(part),
+            Event::SessionCreated(s) => self
+                .index
+                .observe_session_created(&s.id, s.parent_id.as_deref()),
+            Event::SessionUpdated(s) => self.index.observe_session(&s.id, s.parent_id.as_deref()),
+            Event::SessionStatus { session_id, busy } => {
+                self.index.observe_status(&session_id, busy, now_ms)
             }
-            "message.part.updated" => {
-                if let Some(part) = p.get("part") {
-                    self.observe_part(part);
-                }
-            }
-            "session.created" => {
-                if let Some(info) = p.get("info") {
-                    if let Some(id) = s(info, "id") {
-                        self.index.observe_session_created(id, s(info, "parentID"));
-                    }
-                }
-            }
-            "session.updated" => {
-                if let Some(info) = p.get("info") {
-                    if let Some(id) = s(info, "id") {
-                        self.index.observe_session(id, s(info, "parentID"));
-                    }
-                }
-            }
-            "session.status" => {
-                if let Some(sid) = s(p, "sessionID") {
-                    let ty = p.get("status").and_then(|st| s(st, "type")).unwrap_or("");
-                    if !ty.is_empty() {
-                        self.index
-                            .observe_status(sid, ty == "busy" || ty == "retry", now_ms);
-                    }
-                }
-            }
-            "session.idle" => {
-                if let Some(sid) = s(p, "sessionID") {
-                    self.index.observe_status(sid, false, now_ms);
-                }
-            }
-            "session.deleted" => {
-                if let Some(id) = p.get("info").and_then(|i| s(i, "id")) {
-                    self.index.forget_session(id);
-                }
-            }
-            _ => {}
+            Event::SessionDeleted { session_id } => self.index.forget_session(&session_id),
         }
     }
 
-    /// Feed one fetched message `{info, parts}` (`GET /session/:id/message/:mid`), answering
-    /// a `need-message` step.
-    pub fn feed_message(&mut self, message: &Value) {
-        if let Some(info) = message.get("info") {
-            self.observe_info(info);
+    /// Feed one fetched message ([`FetchedMessage`]), answering a `need-message` step.
+    pub fn feed_message(&mut self, message: FetchedMessage) {
+        if let Some(info) = message.info {
+            self.index.observe_message(info);
         }
-        if let Some(parts) = message.get("parts").and_then(Value::as_array) {
-            for part in parts {
-                self.observe_part(part);
-            }
+        for part in message.parts {
+            self.observe_part(part);
         }
     }
 
-    /// Feed a fetched session (`GET /session/:id`) and all its messages
-    /// (`GET /session/:id/message`), answering a `need-session` step. The session's history
-    /// then counts as complete. A `null` session (fetch failed) feeds nothing.
-    pub fn feed_session(&mut self, session: &Value, messages: &Value) {
-        let Some(id) = s(session, "id") else {
-            return;
-        };
-        self.index.observe_session(id, s(session, "parentID"));
-        if let Some(list) = messages.as_array() {
+    /// Feed a fetched session and its messages ([`FetchedSession`]), answering a
+    /// `need-session` step. When the message list was fetched, the session's history then
+    /// counts as complete.
+    pub fn feed_session(&mut self, fetched: FetchedSession) {
+        let session = &fetched.session;
+        self.index
+            .observe_session(&session.id, session.parent_id.as_deref());
+        if let Some(list) = fetched.messages {
             for m in list {
                 self.feed_message(m);
             }
-            self.index.mark_history_complete(id);
+            self.index.mark_history_complete(&session.id);
         }
     }
 
-    fn observe_info(&mut self, info: &Value) {
-        let (Some(id), Some(session)) = (s(info, "id"), s(info, "sessionID")) else {
-            return;
-        };
-        let role = match s(info, "role") {
-            Some("user") => Role::User,
-            Some("assistant") => Role::Assistant,
-            _ => return,
-        };
-        let time = info.get("time").unwrap_or(&Value::Null);
-        let Some(created_ms) = ms(time.get("created")) else {
-            return;
-        };
-        self.index.observe_message(MessageInfo {
-            id: id.to_string(),
-            session_id: session.to_string(),
-            role,
-            parent_id: s(info, "parentID").map(str::to_string),
-            created_ms,
-            completed_ms: ms(time.get("completed")),
-            finish: s(info, "finish").map(str::to_string),
-            error: info.get("error").is_some_and(|e| !e.is_null()),
-            // A user message's `summary` is an object ({diffs}); only `true` marks a
-            // compaction summary.
-            summary: info.get("summary") == Some(&Value::Bool(true)),
-        });
-    }
-
-    fn observe_part(&mut self, part: &Value) {
-        let (Some(message), Some(session)) = (s(part, "messageID"), s(part, "sessionID")) else {
-            return;
-        };
-        match s(part, "type") {
-            Some("text") => {
-                let meta = part.get("metadata");
-                // OpenCode 1.18.33 marks its own "continue" message after an automatic
-                // compaction with a synthetic text part `metadata.compaction_continue: true`.
-                if part.get("synthetic") == Some(&Value::Bool(true))
-                    && meta.and_then(|m| m.get("compaction_continue")) == Some(&Value::Bool(true))
-                {
-                    self.index
-                        .observe_compaction_continue_part(message, session);
-                    return;
-                }
-                let Some(pm) = meta.and_then(|m| m.get("peerMessage")) else {
-                    return;
-                };
-                let (Some(mid), Some(from)) = (s(pm, "messageId"), s(pm, "from")) else {
-                    return;
-                };
-                self.index.observe_peer_part(
-                    message,
-                    session,
-                    PeerMark {
-                        message_id: mid.to_string(),
-                        from: from.to_string(),
-                        via: strings(pm.get("via")),
-                    },
-                );
+    fn observe_part(&mut self, part: Part) {
+        let (message, session) = (part.message_id.as_str(), part.session_id.as_str());
+        match part.kind {
+            PartKind::CompactionContinue => self
+                .index
+                .observe_compaction_continue_part(message, session),
+            PartKind::PeerText(mark) => self.index.observe_peer_part(message, session, mark),
+            PartKind::Compaction { auto } => {
+                self.index.observe_compaction_part(message, session, auto)
             }
-            Some("compaction") => self.index.observe_compaction_part(
-                message,
-                session,
-                part.get("auto") == Some(&Value::Bool(true)),
-            ),
-            Some("tool") => {
-                let Some(call) = s(part, "callID") else {
-                    return;
-                };
-                let state = part.get("state").unwrap_or(&Value::Null);
-                if s(part, "tool") == Some("task") {
-                    self.observe_task_part(message, call, session, state);
+            PartKind::Tool(tool) => {
+                // A `task` tool part: remember which child session the call ran and when (see
+                // [`TurnIndex::observe_task_part`] for what OpenCode 1.18.33 writes).
+                if let Some(task) = &tool.task {
+                    self.index.observe_task_part(
+                        message,
+                        &tool.call_id,
+                        session,
+                        &task.child_session_id,
+                        task.start_ms,
+                        task.end_ms,
+                    );
                 }
-                // `pending` carries `input: {}` before the arguments are parsed.
-                if matches!(s(state, "status"), None | Some("pending")) {
-                    return;
-                }
-                if let Some(input) = state.get("input").filter(|v| v.is_object()) {
+                if let Some(input) = tool.input {
                     self.tool_inputs.insert(
-                        tool_key(message, call),
-                        input.clone(),
+                        tool_key(message, &tool.call_id),
+                        input,
                         TOOL_INPUTS_KEPT,
                     );
                 }
             }
-            _ => {}
         }
-    }
-
-    /// A `task` tool part: remember which child session the call ran and when (see
-    /// [`TurnIndex::observe_task_part`] for what OpenCode 1.18.33 writes).
-    fn observe_task_part(&mut self, message: &str, call: &str, session: &str, state: &Value) {
-        let meta = state.get("metadata").unwrap_or(&Value::Null);
-        let Some(child) = s(meta, "sessionId") else {
-            return;
-        };
-        let time = state.get("time").unwrap_or(&Value::Null);
-        let Some(start) = ms(time.get("start")) else {
-            return;
-        };
-        self.index
-            .observe_task_part(message, call, session, child, start, ms(time.get("end")));
     }
 
     /// The `via` chain a message sent from the turn running assistant message `message_id`
@@ -609,8 +482,10 @@ impl PermissionGate {
         }
     }
 
-    /// Decide one `permission.asked` (`kind = Asked`) or `permission.v2.asked` (`V2Asked`)
-    /// payload. `tool_input` is the tool call's raw arguments when the caller has them.
+    /// Decide one decoded `permission.asked` / `permission.v2.asked` request
+    /// ([`PermissionAsked::decode`]; a request that does not decode is
+    /// [`GateDecision::malformed`]). `tool_input` is the tool call's raw arguments when the
+    /// caller has them.
     ///
     /// Each final decision (`once`, `reject`, `leave`) appends one `permission_decision` line
     /// to the audit log: `request` (id), `session` (short hash), `kind`, `permission`,
@@ -618,24 +493,11 @@ impl PermissionGate {
     /// `mode`, `decision`, `reason`, `category`.
     pub fn decide(
         &mut self,
-        kind: PermissionEventKind,
-        request: &Value,
+        request: &PermissionAsked,
         tool_input: Option<&Value>,
     ) -> GateDecision {
-        let Some(mut req) = parse_request(kind, request) else {
-            return GateDecision {
-                action: Action::Leave,
-                reason: "malformed-request".into(),
-                request_id: s(request, "id").unwrap_or("").to_string(),
-                session_id: s(request, "sessionID").unwrap_or("").to_string(),
-                message_id: None,
-                category: None,
-                guardrail_reason: None,
-                peer_message_id: None,
-                from: None,
-                basis: None,
-            };
-        };
+        let kind = request.kind;
+        let mut req = Request::from(request);
         let mut out = GateDecision {
             action: Action::Leave,
             reason: String::new(),
@@ -665,6 +527,7 @@ impl PermissionGate {
                     out.reason = "provenance: message not in the index".into();
                     out.session_id = session_id;
                     out.message_id = Some(message_id);
+                    tracing::debug!(request = req.id, message = ?out.message_id, "turn index miss: need-message");
                     return out;
                 }
                 Lookup::NeedSession(sid) => {
@@ -672,6 +535,7 @@ impl PermissionGate {
                     out.reason = "provenance: session history not in the index".into();
                     out.session_id = sid;
                     out.message_id = None;
+                    tracing::debug!(request = req.id, session = ?out.session_id, "turn index miss: need-session");
                     return out;
                 }
             },
@@ -700,6 +564,11 @@ impl PermissionGate {
                             out.action = Action::NeedMessage;
                             out.reason = "tool arguments not seen".into();
                             out.message_id = Some(m.to_string());
+                            tracing::debug!(
+                                request = req.id,
+                                message = m,
+                                "tool arguments not seen: need-message"
+                            );
                             return out;
                         }
                     }
@@ -750,6 +619,17 @@ impl PermissionGate {
             (action, reason)
         };
         self.answered.first_time(req.id);
+        tracing::debug!(
+            request = req.id,
+            kind = kind.event_type(),
+            permission = ?req.permission,
+            basis = out.basis,
+            mode = self.mode.as_str(),
+            decision = action.as_str(),
+            reason = %reason,
+            category,
+            "permission decision"
+        );
         out.action = action;
         out.reason = reason;
         out.category = category;
@@ -760,10 +640,7 @@ impl PermissionGate {
                 fields! {
                     "request" => req.id,
                     "session" => short_hash(req.session),
-                    "kind" => match kind {
-                        PermissionEventKind::Asked => "permission.asked",
-                        PermissionEventKind::V2Asked => "permission.v2.asked",
-                    },
+                    "kind" => kind.event_type(),
                     "permission" => req.permission,
                     "provenance" => if provenance.is_peer_triggered() { "peer" } else { "local" },
                     "basis" => out.basis,

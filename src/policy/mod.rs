@@ -11,7 +11,8 @@
 //! - [`guardrail`]: the fail-closed guardrail over structured permission input (approve only
 //!   what it shows confined); its category enters [`peer_permissions::decide`] as a plain value.
 //! - [`engine`]: the per-instance [`engine::PermissionGate`] that joins the turn index,
-//!   the guardrail and `peerPermissions` over OpenCode's raw JSON, and writes the audit line.
+//!   the guardrail and `peerPermissions` over facts decoded by [`crate::opencode`], and writes
+//!   the audit line.
 
 pub mod engine;
 pub mod guardrail;

@@ -97,14 +97,8 @@ impl PeerPermissions {
     }
 }
 
-/// Which OpenCode event raised the request (they are replied to at different endpoints).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum PermissionEventKind {
-    /// `permission.asked` (classic loop); the tool message is `tool.messageID`.
-    Asked,
-    /// `permission.v2.asked` (newer runtime); the tool message is `source.messageID`.
-    V2Asked,
-}
+/// Which OpenCode event raised the request; defined with its decoder.
+pub use crate::opencode::PermissionEventKind;
 
 /// The typed facts of one permission request. No free text from the request is needed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

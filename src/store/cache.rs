@@ -192,6 +192,7 @@ impl<T: Default> ParsedFileCache<T> {
         #[cfg(test)]
         self.reads
             .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        tracing::trace!(path = ?path, "parse cache: identity changed or not held, reading");
         let Some((file, meta, bytes)) = super::file::read_bytes_open(path)? else {
             *slot = None;
             return Ok(Arc::new(T::default()));
@@ -204,6 +205,7 @@ impl<T: Default> ParsedFileCache<T> {
             c.pin = Some(file);
             return Ok(Arc::clone(&c.parsed));
         }
+        tracing::debug!(path = ?path, bytes = bytes.len(), "parse cache miss: parsing");
         let parsed = Arc::new(parse(path, &bytes)?);
         *slot = Some(Cached {
             id,

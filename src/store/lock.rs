@@ -289,8 +289,12 @@ impl LockGuard {
         match set_ofd_lock(&file, false) {
             Ok(()) => return Ok(LockGuard::granted(file, lock_path)),
             Err(Errno::EAGAIN) | Err(Errno::EACCES) | Err(Errno::EINTR) => {}
-            Err(errno) => return Err(Error::io(lock_path, std::io::Error::from(errno))),
+            Err(errno) => {
+                tracing::warn!(path = ?lock_path, %errno, "lock failed");
+                return Err(Error::io(lock_path, std::io::Error::from(errno)));
+            }
         }
+        tracing::debug!(path = ?lock_path, timeout_ms = timeout.as_millis() as u64, "lock held elsewhere: waiting");
         wait_for_lock(file, lock_path, timeout)
     }
 }
@@ -323,13 +327,24 @@ fn wait_for_lock(file: File, lock_path: &Path, timeout: Duration) -> Result<Lock
     if let Err(e) = spawned {
         return Err(Error::io(lock_path, e));
     }
+    let waited_ms = || started.elapsed().as_millis() as u64;
     match rx.recv_timeout(timeout) {
-        Ok(Ok(file)) => Ok(LockGuard::granted(file, lock_path)),
-        Ok(Err(errno)) => Err(Error::io(lock_path, std::io::Error::from(errno))),
-        Err(_) => Err(Error::LockTimeout {
-            path: lock_path.to_path_buf(),
-            waited_ms: started.elapsed().as_millis() as u64,
-        }),
+        Ok(Ok(file)) => {
+            tracing::debug!(path = ?lock_path, waited_ms = waited_ms(), "lock acquired after waiting");
+            Ok(LockGuard::granted(file, lock_path))
+        }
+        Ok(Err(errno)) => {
+            tracing::warn!(path = ?lock_path, %errno, waited_ms = waited_ms(), "lock wait failed");
+            Err(Error::io(lock_path, std::io::Error::from(errno)))
+        }
+        Err(_) => {
+            let waited_ms = waited_ms();
+            tracing::warn!(path = ?lock_path, waited_ms, "lock timeout: another holder kept it");
+            Err(Error::LockTimeout {
+                path: lock_path.to_path_buf(),
+                waited_ms,
+            })
+        }
     }
 }
 

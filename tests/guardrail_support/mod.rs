@@ -5,7 +5,7 @@
 //! in that sandbox with a snapshot of them (content, mode, owner, symlink target, entries).
 //!
 //! Independence: nothing here asks the engine what is protected. The list below is written from
-//! the seed's categories (module doc of `src/policy/guardrail.rs`) and issue 10.
+//! the seed's categories (module doc of `src/policy/guardrail/`) and issue 10.
 
 #![allow(dead_code)]
 

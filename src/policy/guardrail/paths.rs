@@ -1,0 +1,287 @@
+//! Path resolution for the guardrail: component by component like the kernel (symlink
+//! chains, dangling links, `..` after resolution), through [`FsProbe`] only, and the bounded
+//! walks of recursive reads.
+
+use super::*;
+
+impl<'a> Checker<'a> {
+    pub(super) fn lstat(&self, p: &str) -> Node {
+        if let Some(n) = self.lstat_memo.borrow().get(p) {
+            return *n;
+        }
+        let n = self.fs.lstat(Path::new(p));
+        self.lstat_memo.borrow_mut().insert(p.to_string(), n);
+        n
+    }
+
+    pub(super) fn read_link(&self, p: &str) -> Option<PathBuf> {
+        if let Some(t) = self.link_memo.borrow().get(p) {
+            return t.clone();
+        }
+        let t = self.fs.read_link(Path::new(p));
+        self.link_memo.borrow_mut().insert(p.to_string(), t.clone());
+        t
+    }
+
+    pub(super) fn phys_abs(&self, p: &Path) -> Option<Vec<String>> {
+        let s = p.to_str()?;
+        if !s.starts_with('/') {
+            return None;
+        }
+        self.resolve(&[], s, true).ok().map(|r| r.0)
+    }
+
+    pub(super) fn display(&self, comps: &[String]) -> String {
+        let s = join(comps);
+        if !self.home_str.is_empty() {
+            if let Some(rest) = s.strip_prefix(&self.home_str) {
+                if rest.is_empty() || rest.starts_with('/') {
+                    return format!("~{rest}");
+                }
+            }
+        }
+        s
+    }
+
+    /// Physical resolution of `raw` from `base` (physical components). Returns the components
+    /// and what is there (`Missing` when some component does not exist yet).
+    pub(super) fn resolve(
+        &self,
+        base: &[String],
+        raw: &str,
+        follow_last: bool,
+    ) -> Result<(Vec<String>, Node), String> {
+        if raw.is_empty() {
+            return Err("empty path".into());
+        }
+        let mut stack: Vec<String> = if raw.starts_with('/') {
+            Vec::new()
+        } else {
+            base.to_vec()
+        };
+        let mut queue: std::collections::VecDeque<String> =
+            raw.split('/').map(str::to_string).collect();
+        // A trailing `/` (or `/.`) makes the kernel follow a final symlink (`rm -r link/`
+        // empties the target).
+        let follow_last = follow_last || raw.ends_with('/') || raw.ends_with("/.");
+        let mut links = 0usize;
+        let mut exists = true;
+        let mut last = Node::Dir;
+        while let Some(c) = queue.pop_front() {
+            match c.as_str() {
+                "" | "." => continue,
+                ".." => {
+                    // A component that does not exist yet may be created (by the tool, or an
+                    // earlier command) and be resolved physically before this `..`: unknown.
+                    if !exists {
+                        return Err(format!(
+                            "`..` after {}, which does not exist yet",
+                            self.display(&stack)
+                        ));
+                    }
+                    stack.pop();
+                    continue;
+                }
+                _ => {}
+            }
+            if stack.first().is_some_and(|f| f == "proc") {
+                return Err("path through /proc".into());
+            }
+            stack.push(c);
+            if !exists {
+                last = Node::Missing;
+                continue;
+            }
+            let here = join(&stack);
+            // A trailing `/` or `/.` makes the kernel (and `rm`, `mv`, ...) follow a symlink
+            // in the last component: only a bare last component is not followed.
+            let is_last = queue.is_empty();
+            match self.lstat(&here) {
+                Node::Missing => {
+                    exists = false;
+                    last = Node::Missing;
+                }
+                Node::Unknown => return Err(format!("cannot look at {}", self.display(&stack))),
+                Node::Symlink if !is_last || follow_last => {
+                    links += 1;
+                    if links > MAX_LINKS {
+                        return Err("too many levels of symbolic links".into());
+                    }
+                    let Some(target) = self.read_link(&here) else {
+                        return Err(format!("cannot read link {}", self.display(&stack)));
+                    };
+                    let Some(t) = target.to_str() else {
+                        return Err("non-UTF-8 link target".into());
+                    };
+                    if t.is_empty() {
+                        return Err("empty link target".into());
+                    }
+                    stack.pop();
+                    if t.starts_with('/') {
+                        stack.clear();
+                    }
+                    for (k, part) in t.split('/').enumerate() {
+                        queue.insert(k, part.to_string());
+                    }
+                }
+                n => last = n,
+            }
+        }
+        if stack.first().is_some_and(|f| f == "proc") {
+            return Err("path through /proc".into());
+        }
+        Ok((stack, last))
+    }
+
+    /// Checks one path used with `access` from every possible working directory; returns the
+    /// physical resolutions (from each cwd).
+    pub(super) fn path(
+        &mut self,
+        raw: &str,
+        access: Access,
+        follow_last: bool,
+        what: &str,
+    ) -> Result<Vec<(Vec<String>, Node)>, Hit> {
+        let cwds = self.cwds.clone();
+        let mut out = Vec::new();
+        for cwd in &cwds {
+            let r = self.path_from(cwd, raw, access, follow_last, what)?;
+            if !out.contains(&r) {
+                out.push(r);
+            }
+        }
+        Ok(out)
+    }
+
+    pub(super) fn path_from(
+        &mut self,
+        cwd: &Cwd,
+        raw: &str,
+        access: Access,
+        follow_last: bool,
+        what: &str,
+    ) -> Result<(Vec<String>, Node), Hit> {
+        let lexical = lexfold(&cwd.logical, raw);
+        let mut views = Vec::with_capacity(2);
+        let kernel = self
+            .resolve(&cwd.physical, raw, follow_last)
+            .map_err(|e| self.hit(format!("{what} {raw}: {e}")))?;
+        views.push(kernel.clone());
+        if raw.contains("..") || cwd.logical != cwd.physical {
+            let folded = self
+                .resolve(&[], &join(&lexical), follow_last)
+                .map_err(|e| self.hit(format!("{what} {raw}: {e}")))?;
+            if folded != kernel {
+                views.push(folded);
+            }
+        }
+        // Belt and braces: the lexical form names no protected place either.
+        self.judge(&lexical, Node::Missing, access, what, true)?;
+        for (comps, node) in &views {
+            if self.tainted.iter().any(|t| starts_with(comps, t)) {
+                return Err(self.hit(format!(
+                    "{what} {}: created or replaced by cp/mv earlier in the command",
+                    self.display(comps)
+                )));
+            }
+            self.judge(comps, *node, access, what, false)?;
+        }
+        Ok(kernel)
+    }
+
+    /// Walks the tree at `root` (not following symlinks, bounded) and fails on any protected
+    /// name (`write`) or any credentials / broker state (read).
+    pub(super) fn walk(&mut self, root: &[String], write: bool, what: &str) -> Result<(), Hit> {
+        let access = if write {
+            Access::WriteTree
+        } else {
+            Access::ReadTree
+        };
+        let mut stack: Vec<(Vec<String>, usize)> = vec![(root.to_vec(), 0)];
+        let mut seen = 0usize;
+        // Symlinks met, judged after the tree (whose protected names come first).
+        let mut links: Vec<Vec<String>> = Vec::new();
+        while let Some((dir, depth)) = stack.pop() {
+            let Some(entries) = self.fs.read_dir(Path::new(&join(&dir))) else {
+                return Err(self.hit(format!(
+                    "{what} {}: cannot read the directory",
+                    self.display(&dir)
+                )));
+            };
+            for (name, node) in entries {
+                seen += 1;
+                if seen > WALK_MAX {
+                    return Err(self.hit(format!(
+                        "{what} {}: more than {WALK_MAX} entries to check",
+                        self.display(root)
+                    )));
+                }
+                let Some(name) = name.to_str() else {
+                    return Err(self.hit(format!(
+                        "{what}: non-UTF-8 name under {}",
+                        self.display(&dir)
+                    )));
+                };
+                let mut p = dir.clone();
+                p.push(name.to_string());
+                if let Some(h) = self.protected_hit(&p, access, what) {
+                    return Err(h);
+                }
+                if node == Node::Unknown {
+                    return Err(self.hit(format!("{what}: cannot look at {}", self.display(&p))));
+                }
+                // A read walk skips `.git` (objects, not credentials) once its configuration is
+                // shown to hold none (`grep -r` reads `.git/config`: red-team R3); a write walk
+                // never gets there (`.git` is protected).
+                if node == Node::Dir && !write && name == ".git" {
+                    self.git_dir_clean(&p, what)?;
+                }
+                // A symlink met in a read walk: the reader may follow it (`grep -R`, `rg -L`,
+                // OpenCode's grep tool; red-team R6). Its target is judged like a read: a
+                // directory outside the walked tree, or a target that cannot be resolved, is
+                // left.
+                if node == Node::Symlink && !write {
+                    links.push(p.clone());
+                }
+                if node == Node::Dir && (write || name != ".git") {
+                    if depth + 1 > WALK_DEPTH {
+                        return Err(
+                            self.hit(format!("{what} {}: tree too deep", self.display(root)))
+                        );
+                    }
+                    stack.push((p, depth + 1));
+                }
+            }
+        }
+        for link in links {
+            self.walk_link(root, &link, what)?;
+        }
+        Ok(())
+    }
+
+    /// A read walk of `root` meets the symlink `link`: its target must be a permitted read and,
+    /// if a directory, lie inside `root` (walked anyway); otherwise the walk is left.
+    pub(super) fn walk_link(
+        &mut self,
+        root: &[String],
+        link: &[String],
+        what: &str,
+    ) -> Result<(), Hit> {
+        let shown = self.display(link);
+        let (target, node) = self
+            .resolve(&[], &join(link), true)
+            .map_err(|e| self.hit(format!("{what} {shown}: symlink in the tree: {e}")))?;
+        if let Some(h) = self.protected_hit(&target, Access::Read, what) {
+            return Err(h);
+        }
+        match node {
+            Node::Missing => Ok(()),
+            Node::Dir if starts_with(&target, root) => Ok(()),
+            Node::Dir => Err(self.hit(format!(
+                "{what} {shown}: a symlink in the tree leads to the directory {} outside it",
+                self.display(&target)
+            ))),
+            node => self.judge(&target, node, Access::Read, what, false),
+        }
+    }
+}
