@@ -383,6 +383,13 @@ export interface CheckOutcome {
  */
 export declare function checkRoot(root: string): string
 
+/**
+ * The number of messages waiting in `<root>/dead-letter.jsonl` (its non-blank lines), `null`
+ * when the file is absent. Errors: `E_ROOT_INSECURE` (the root, or the file a symlink or not
+ * a regular file: never followed), `E_IO`.
+ */
+export declare function countDeadLetters(root: string): number | null
+
 /** Options of `createRoom`. */
 export interface CreateRoomOptions {
   /** `public` (default) or `invite_only`, c2c's two modes. */
@@ -536,6 +543,27 @@ export interface InboxChange {
   sessionId: string
 }
 
+/** One `<sessionId>.inbox.json` of a root, as `inspectInboxes` reports it. */
+export interface InboxFile {
+  /** The session id in the file name (not necessarily registered, not necessarily valid). */
+  sessionId: string
+  /** The file's size in bytes (0 when it is not a regular file). */
+  bytes: number
+  /** Messages that will be delivered (absent when `error` is set). */
+  messages?: number
+  /** Of those, messages without `message_id`, delivered by their derived id. */
+  derivedIds?: number
+  /** JSON objects that are not messages (never delivered), one value-free description each. */
+  notMessages?: Array<string>
+  /** Records that cannot be understood (moved to `quarantine/` by the next write). */
+  notUnderstood?: number
+  /**
+   * Why the file cannot be read as an inbox: `symlink (never followed)`, `not a regular
+   * file`, `not a JSON array`, `unreadable: …`, or an invalid session id.
+   */
+  error?: string
+}
+
 /** A message of one's own inbox. `content` and `fromAlias` are untrusted peer data. */
 export interface InboxMessage {
   /** uuid of the message; the dedup key. */
@@ -603,6 +631,20 @@ export declare function initDiagnostics(filter?: string | undefined | null): boo
 export declare function inspectInbox(root: string, sessionId: string): InboxSummary
 
 /**
+ * Every inbox file of `root`, sorted, each read record by record as the broker reads it,
+ * without a lock and without any change (a corrupt file is reported, not copied aside):
+ * `doctor`'s inbox check. Errors: `E_ROOT_INSECURE`, `E_IO`.
+ */
+export declare function inspectInboxes(root: string): Array<InboxFile>
+
+/**
+ * Whether a registration runs another c2c-bridge plugin version than `ownVersion`: an OpenCode
+ * peer (`clientType` `"opencode"`) with a recorded `pluginVersion` other than ours. No
+ * recorded version, or another client, is never stale (the rule of `framedPeerList`).
+ */
+export declare function isStalePlugin(clientType: string | undefined | null, pluginVersion: string | undefined | null, ownVersion: string): boolean
+
+/**
  * The alias book of `root` (empty when absent): the plugin restores the registrations of
  * its directory's sessions from it after a restart. Errors: `E_ROOT_INSECURE`,
  * `E_STORE_CORRUPT`, `E_IO`.
@@ -614,6 +656,14 @@ export declare function listAliasBook(root: string): Array<AliasBookEntry>
  * Errors: `E_ROOT_INSECURE`, `E_STORE_CORRUPT`, `E_IO`.
  */
 export declare function listRegistrations(root: string): Array<Peer>
+
+/**
+ * Every room of `root` with its full roster, as the operator at this machine sees them (no
+ * session: c2c's invite-only hiding does not apply, `joined` is always false), sorted by id.
+ * Reads only. Errors: `E_ROOT_INSECURE` (the root, or `rooms` a symlink or a file),
+ * `E_STORE_CORRUPT` (a `members.json` or `meta.json` that cannot be read), `E_IO`.
+ */
+export declare function listRoomsAt(root: string): Array<RoomInfo>
 
 /**
  * Registry records that name an alias but cannot be read as registrations (e.g. a string

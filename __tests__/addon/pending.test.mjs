@@ -319,7 +319,7 @@ describe('host-local verdict', () => {
     const t0 = Date.now();
     expect(await awaitReply(['--token', 'tok_w', '--timeout', '5', '--root', root], c.io)).toBe(0);
     expect(Date.now() - t0).toBeLessThan(2000);
-    expect(c.out()).toBe('deny\nreason: no\\u001b[31m\n');
+    expect(c.out()).toBe('deny\nreason: no\\e[31m\n');
     const j = capture();
     expect(await awaitReply(['--token', 'tok_w', '--root', root, '--json'], j.io)).toBe(0);
     expect(JSON.parse(j.out())).toMatchObject({ token: 'tok_w', verdict: 'deny' });

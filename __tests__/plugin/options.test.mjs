@@ -7,6 +7,8 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import plugin from '../../plugin/dist/index.mjs';
+import { describeOptionErrors, plainEnv, readOptions, reportOptionErrors } from '../../plugin/dist/options.mjs';
+import { addon } from '../helpers/broker.mjs';
 
 const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'c2c-opts-'));
 fs.chmodSync(tmp, 0o700);
@@ -165,5 +167,43 @@ describe('a broker root made insecure and then fixed is picked up without a rest
     expect(gate.auditError).toBeNull();
     expect(gate.auditPath).toBe(path.join(fs.realpathSync(brokerRoot), 'broker.log'));
     expect(fs.readFileSync(gate.auditPath, 'utf8')).toContain('"request":"per_x"');
+  });
+});
+
+describe('options.mts on its own: Rust validates, the plugin only maps and reports', () => {
+  test('defaults of the plugin-side timings; the environment wins over an option', () => {
+    const { options, report } = readOptions(addon, { alias: 'opt-alias', inbound: 'auto' }, { C2C_BRIDGE_ALIAS: 'env-alias', C2C_SUPERVISORS: 'lead, ops' });
+    expect(options).toMatchObject({ alias: 'env-alias', inbound: 'auto', supervisors: ['lead', 'ops'], fallbackIntervalMs: 2000, retryBaseMs: 500 });
+    expect(report).toEqual({ errors: [], autoAnswersOff: false, fromEnv: expect.arrayContaining(['alias', 'supervisors']) });
+    expect(readOptions(addon, { fallbackIntervalMs: 250, retryBaseMs: 40 }, {}).options).toMatchObject({ fallbackIntervalMs: 250, retryBaseMs: 40 });
+    expect(readOptions(addon, undefined, {}).report.errors).toEqual([]);
+  });
+
+  test('mistakes come back as Rust reports them; a wrong value never reads as "not set"', () => {
+    const { options, report } = readOptions(addon, { inbound: 'sometimes', heldCap: 'lots' }, {});
+    expect(options.inbound).toBe('hold');
+    expect(report.errors.map((e) => [e.code, e.option])).toEqual(expect.arrayContaining([['E_OPTION_VALUE', 'inbound'], ['E_OPTION_TYPE', 'heldCap']]));
+    const text = describeOptionErrors(report);
+    expect(text).toMatch(/^configuration error in the c2c-bridge options: E_OPTION_/);
+    expect(describeOptionErrors({ errors: [], autoAnswersOff: false, fromEnv: [] })).toBeUndefined();
+  });
+
+  test('reportOptionErrors: one error line and one toast; nothing when fine; a throwing toast is harmless', () => {
+    const report = readOptions(addon, { peerPermission: 'deny' }, {}).report;
+    expect(report.autoAnswersOff).toBe(true);
+    const lines = [];
+    const toasts = [];
+    const logger = { log: (l, m) => lines.push([l, m]) };
+    reportOptionErrors(report, logger, { tui: { showToast: async ({ body }) => { toasts.push(body); } } });
+    expect(lines).toHaveLength(1);
+    expect(lines[0][1]).toContain('auto-answers are OFF');
+    expect(toasts).toEqual([{ title: 'c2c-bridge configuration', message: lines[0][1], variant: 'error' }]);
+    reportOptionErrors({ errors: [], autoAnswersOff: false, fromEnv: [] }, logger, undefined);
+    expect(lines).toHaveLength(1);
+    expect(() => reportOptionErrors(report, logger, { tui: { showToast() { throw new Error('no tui'); } } })).not.toThrow();
+  });
+
+  test('plainEnv keeps only string values (what native code can be handed under Bun)', () => {
+    expect(plainEnv({ A: '1', B: undefined, C: '' })).toEqual({ A: '1', C: '' });
   });
 });

@@ -258,12 +258,20 @@ describe('the reply capability', () => {
   test('handler and reply import nothing from the delivery path', () => {
     for (const f of ['handler.mts', 'reply.mts']) {
       const src = fs.readFileSync(new URL(`../../plugin/src/permissions/${f}`, import.meta.url), 'utf8');
-      const imports = [...src.matchAll(/from\s+["']([^"']+)["']/g)].map((m) => m[1]);
+      // Value imports only: `import type` (the generated napi types, erased at build) carries
+      // no code; the compiled module is checked below as well.
+      const imports = [...src.matchAll(/^import\s+(?!type\s)[^;]*?from\s+["']([^"']+)["']/gm)].map((m) => m[1]);
       // history.mjs holds read-only fetches (no inject, no delivery)
       for (const i of imports) expect(['../host.mjs', './reply.mjs', '../history.mjs']).toContain(i);
+      const built = fs.readFileSync(new URL(`../../plugin/dist/permissions/${f.replace('.mts', '.mjs')}`, import.meta.url), 'utf8');
+      for (const [, i] of built.matchAll(/from\s+["']([^"']+)["']/g)) expect(['../host.mjs', './reply.mjs', '../history.mjs']).toContain(i);
     }
     const history = fs.readFileSync(new URL('../../plugin/src/history.mts', import.meta.url), 'utf8');
-    expect([...history.matchAll(/from\s+["']([^"']+)["']/g)].map((m) => m[1])).toEqual(['./host.mjs']);
+    // value imports: none (its only import from host.mjs is a type); the compiled module has none
+    expect([...history.matchAll(/^import\s+(?!type\s)[^;]*?from\s+["']([^"']+)["']/gm)].map((m) => m[1])).toEqual([]);
+    expect([...history.matchAll(/from\s+["']([^"']+)["']/g)].map((m) => m[1]).sort()).toEqual(['./addon.mjs', './host.mjs']);
+    const builtHistory = fs.readFileSync(new URL('../../plugin/dist/history.mjs', import.meta.url), 'utf8');
+    expect(builtHistory).not.toMatch(/\bimport\b|\brequire\(/);
     expect(history).not.toMatch(/promptAsync|postSessionIdPermissions|\/reply/);
     {
     }

@@ -23,28 +23,17 @@
  * This module receives only the {@link Inject} capability; framing and the inbound policy
  * are decided in Rust (the deps' `gate`).
  */
+import type { DeliverableMessage, InboxMessage } from "../../index.js";
 import type { Inject } from "./inject.mjs";
 
 /** A message as the addon's inbox calls return it (`content` and `fromAlias` are untrusted). */
-export interface PeerMessage {
-  messageId: string;
-  fromAlias: string;
-  toAlias: string;
-  content: string;
-  ts: number;
-  via: string[];
-  roomId?: string | null;
-  fromSessionId?: string | null;
-}
+export type PeerMessage = InboxMessage;
 
-/** A message the Rust inbound gate accepted, with the frame the model is to see. */
-export interface Deliverable {
-  message: PeerMessage;
-  /** Framed by the Rust envelope module; peer text never reaches the model any other way. */
-  framed: string;
-  /** Set when the whole body is a permission reply checked against our pending slots. */
-  permissionReply?: { permId: string; verdict: string; fromAlias: string; verified: boolean } | null;
-}
+/**
+ * A message the Rust inbound gate accepted, with the frame the model is to see (`framed`:
+ * peer text never reaches the model any other way).
+ */
+export type Deliverable = DeliverableMessage;
 
 /**
  * Show one peer message to the model of `sessionId` as a synthetic user text part that

@@ -4,6 +4,7 @@
  * when the index lacks data. Every failure reads as "nothing": the index then resolves the
  * turn as local (no auto-approval, a fresh hop chain).
  */
+import type { Addon } from "./addon.mjs";
 import type { HostClient, HostMessageWithParts } from "./host.mjs";
 
 /** The three reads. */
@@ -45,12 +46,8 @@ export function makeHistory(client: HostClient): History {
   };
 }
 
-/** What `viaFor` needs of the addon's `PermissionGate` (the per-instance turn index). */
-export interface ViaIndex {
-  outgoingVia(sessionId: string, messageId: string): { action: string; via: string[]; sessionId?: string | null; messageId?: string | null };
-  feedMessage(message: { info: object; parts: object[] }): void;
-  feedSession(session: object | null, messages: object[] | null): void;
-}
+/** What `viaFor` needs of the addon's `PermissionGate` (the per-instance turn index; generated index.d.ts). */
+export type ViaIndex = Pick<InstanceType<Addon["PermissionGate"]>, "outgoingVia" | "feedMessage" | "feedSession">;
 
 /**
  * The hop chain a `peer_send` from the tool call in assistant message `messageId` continues:

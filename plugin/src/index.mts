@@ -11,13 +11,14 @@ import { readFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import { loadAddon, type Addon } from "./addon.mjs";
 import { Delivery } from "./delivery.mjs";
-import type { HostEvent, HostMessage, HostPart, HostSession, PluginHooks, PluginInput, ToolContext } from "./host.mjs";
+import { busyInStatusMap, decodeEvent, isPeerPart, peerMessageIdOf } from "./events.mjs";
+import type { HostEvent, PluginHooks, PluginInput, ToolContext } from "./host.mjs";
 import { makeInject } from "./inject.mjs";
 import { claimDirectory, type Claim, type Served } from "./instances.mjs";
 import { createLogger, forwardDiagnostics, safe, type Logger } from "./log.mjs";
 import { describeModes, type Modes } from "./modes.mjs";
 import { plainEnv, readOptions, reportOptionErrors } from "./options.mjs";
-import { PermissionHandler, permissionKind, type Gate } from "./permissions/handler.mjs";
+import { PermissionHandler } from "./permissions/handler.mjs";
 import { makeReply } from "./permissions/reply.mjs";
 import { Sessions } from "./sessions.mjs";
 import { makeTools } from "./tools.mjs";
@@ -178,8 +179,7 @@ function startInstance(
       async statusNow(sid) {
         try {
           const res = await client.session.status?.();
-          const st = res?.data?.[sid]?.type;
-          return res?.data ? st === "busy" || st === "retry" : undefined;
+          return busyInStatusMap(res?.data, sid);
         } catch {
           return undefined;
         }
@@ -190,8 +190,8 @@ function startInstance(
         const res = await client.session.messages({ path: { id: sid } });
         for (const m of res?.data ?? []) {
           for (const p of m.parts ?? []) {
-            const pm = (p.metadata as { peerMessage?: { messageId?: unknown } } | undefined)?.peerMessage;
-            if (typeof pm?.messageId === "string") ids.add(pm.messageId);
+            const id = peerMessageIdOf(p);
+            if (id) ids.add(id);
           }
         }
         return ids;
@@ -201,7 +201,7 @@ function startInstance(
         const map = res?.data;
         if (!map) return;
         for (const sid of sessions.registered()) {
-          const busy = map[sid]?.type === "busy" || map[sid]?.type === "retry";
+          const busy = busyInStatusMap(map, sid) === true;
           // A turn that ended without an idle event ends here (and may have been a stop).
           if (!busy && sessions.isBusy(sid) === true) delivery.current?.turnEnded(sid);
           sessions.setBusy(sid, busy);
@@ -292,7 +292,7 @@ function startInstance(
   const history = makeHistory(client);
   const permissions = gate
     ? new PermissionHandler({
-        gate: gate as Gate,
+        gate,
         history,
         reply: makeReply(client, input.serverUrl, input.directory),
         async owns(sid) {
@@ -317,77 +317,39 @@ function startInstance(
         logger.log("warn", `gate.observe(${event.type}): ${(err as Error).message}`);
       }
     }
-    if (permissions && permissionKind(event.type)) {
-      // Not awaited: fetches for the need-* steps must not hold up the event hook.
-      void permissions.handle(event);
-      return;
-    }
-    const p = event.properties ?? {};
-    switch (event.type) {
-      case "session.created": {
+    const fact = decodeEvent(event);
+    switch (fact.kind) {
+      case "permission":
+        // Not awaited: fetches for the need-* steps must not hold up the event hook.
+        if (permissions) void permissions.handle(fact.event);
+        break;
+      case "session":
         // A new session is idle until its first prompt's status event.
-        const info = p.info as HostSession | undefined;
-        if (info?.id) sessions.setBusy(info.id, false);
-        sessions.observe(info as HostSession);
+        if (fact.created) sessions.setBusy(fact.info.id, false);
+        sessions.observe(fact.info);
         break;
-      }
-      case "session.updated":
-        sessions.observe(p.info as HostSession);
+      case "session-deleted":
+        sessions.forget(fact.sessionId, true);
+        delivery.current?.forget(fact.sessionId);
         break;
-      case "session.deleted": {
-        const id = (p.info as HostSession | undefined)?.id;
-        if (id) {
-          sessions.forget(id, true);
-          delivery.current?.forget(id);
+      case "peer-part-stored":
+        delivery.current?.stored(fact.sessionId, fact.peerMessageId, fact.messageId);
+        break;
+      case "answer":
+        delivery.current?.answered(fact.sessionId, fact.parentId, { completed: fact.completed, failed: fact.failed });
+        break;
+      case "aborted":
+        // The user's stop wins over queued peer messages.
+        if (sessions.get(fact.sessionId)) delivery.current?.pause(fact.sessionId);
+        break;
+      case "status":
+        sessions.setBusy(fact.sessionId, fact.busy);
+        if (!fact.busy) {
+          delivery.current?.turnEnded(fact.sessionId);
+          await sessions.brokerFor(fact.sessionId);
+          delivery.current?.kick(fact.sessionId);
         }
         break;
-      }
-      case "message.part.updated": {
-        // "Delivered" means stored: the part we injected, now persisted in the session.
-        const part = p.part as HostPart | undefined;
-        const id = (part?.metadata as { peerMessage?: { messageId?: unknown } } | undefined)?.peerMessage?.messageId;
-        if (part?.sessionID && typeof id === "string") delivery.current?.stored(part.sessionID, id, part.messageID);
-        break;
-      }
-      case "message.updated": {
-        const info = p.info as HostMessage | undefined;
-        if (info?.role === "assistant" && info.parentID) {
-          delivery.current?.answered(info.sessionID, info.parentID, {
-            completed: typeof info.time?.completed === "number",
-            failed: info.error?.name === "MessageAbortedError",
-          });
-        }
-        break;
-      }
-      case "session.error": {
-        // `POST /session/:id/abort` (Esc in the TUI) publishes session.error with
-        // MessageAbortedError before session.idle (OpenCode 1.18.33): the user's stop wins.
-        const sid = p.sessionID as string | undefined;
-        const name = (p.error as { name?: unknown } | undefined)?.name;
-        if (sid && name === "MessageAbortedError" && sessions.get(sid)) delivery.current?.pause(sid);
-        break;
-      }
-      case "session.status": {
-        const sid = p.sessionID as string | undefined;
-        const type = (p.status as { type?: string } | undefined)?.type;
-        if (!sid || !type) break;
-        sessions.setBusy(sid, type !== "idle");
-        if (type === "idle") {
-          delivery.current?.turnEnded(sid);
-          await sessions.brokerFor(sid);
-          delivery.current?.kick(sid);
-        }
-        break;
-      }
-      case "session.idle": {
-        const sid = p.sessionID as string | undefined;
-        if (!sid) break;
-        sessions.setBusy(sid, false);
-        delivery.current?.turnEnded(sid);
-        await sessions.brokerFor(sid);
-        delivery.current?.kick(sid);
-        break;
-      }
       default:
         break;
     }
@@ -427,7 +389,7 @@ function startInstance(
     // A prompt the user typed (no part carries our peerMessage mark) resumes delivery paused
     // by a user abort.
     "chat.message": safe(logger, "chat.message", async (input, output) => {
-      const peer = (output?.parts ?? []).some((part) => (part as { metadata?: { peerMessage?: unknown } }).metadata?.peerMessage);
+      const peer = (output?.parts ?? []).some((part) => isPeerPart(part));
       if (!peer && input?.sessionID) delivery.current?.resume(input.sessionID);
     }),
     "command.execute.before": safe(logger, "command.execute.before", async (cmd, output) => {

@@ -4,6 +4,7 @@
  * only maps its answer onto the shape the plugin uses and reports the mistakes (issue 18:
  * a mistake is never silently read as "not set").
  */
+import type { ValidatedOptions } from "../../index.js";
 import type { Addon } from "./addon.mjs";
 import type { HostClient } from "./host.mjs";
 import type { Logger } from "./log.mjs";
@@ -39,27 +40,14 @@ export interface BridgeOptions {
   retryBaseMs: number;
 }
 
-/** One configuration mistake, as Rust reports it. */
-export interface OptionError {
-  /** `E_UNKNOWN_OPTION`, `E_OPTION_TYPE`, `E_OPTION_RANGE` or `E_OPTION_VALUE`. */
-  code: string;
-  /** The key as written, or the environment variable's name. */
-  option: string;
-  /** What is wrong and what is expected. */
-  message: string;
-  /** For an unknown key, the option probably meant. */
-  suggestion?: string;
-}
+/** One configuration mistake, as Rust reports it (the addon's `OptionError`). */
+export type { OptionError } from "../../index.js";
 
-/** What validation found, besides the values. */
-export interface OptionsReport {
-  /** Every mistake (empty when the configuration is fine). */
-  errors: OptionError[];
-  /** No permission request is answered (every one goes to OpenCode's prompt) until fixed. */
-  autoAnswersOff: boolean;
-  /** Options whose value came from their environment variable (e.g. `brokerRoot`). */
-  fromEnv: string[];
-}
+/**
+ * What validation found, besides the values (the addon's `ValidatedOptions` without them):
+ * `errors`, `autoAnswersOff` (no permission request is answered until fixed), `fromEnv`.
+ */
+export type OptionsReport = Omit<ValidatedOptions, "options">;
 
 /** The process environment as plain strings (under Bun, native code must be handed it). */
 export function plainEnv(env: NodeJS.ProcessEnv): Record<string, string> {

@@ -9,14 +9,12 @@
  * at once as a toast and in the log, later framed in the transcript — and never answers the
  * request: nothing here can reach a permission reply endpoint.
  */
+import type { Addon } from "./addon.mjs";
 import type { GateDecision } from "./permissions/handler.mjs";
 import type { Deliverable } from "./delivery.mjs";
 
-type Broker = {
-  alias: string;
-  openPendingReply(permId: string, kind: string, supervisors: string[]): { ttlSeconds: number };
-  send(toAlias: string, content: string, options?: { via?: string[] }): { messageId: string };
-};
+/** What this module uses of a session's `Broker` (generated index.d.ts). */
+type Broker = Pick<InstanceType<Addon["Broker"]>, "alias" | "openPendingReply" | "send">;
 
 /** A one-line, bounded summary of what a request wants (our own session's tool call). */
 export function describeRequest(request: Record<string, unknown>): { tool: string; wants: string } {
@@ -63,7 +61,7 @@ export function tellSupervisors(
 }
 
 /** The toast and log line for a checked permission reply (advice for the human at the prompt). */
-export function adviceText(item: Deliverable & { permissionReply?: { permId: string; verdict: string; fromAlias: string; verified: boolean } | null }): string | undefined {
+export function adviceText(item: Deliverable): string | undefined {
   const r = item.permissionReply;
   if (!r) return undefined;
   const mark = r.verified ? "verified supervisor" : "UNVERIFIED sender";

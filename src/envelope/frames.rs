@@ -79,7 +79,8 @@ pub fn frame_peer_list(peers: &[Peer], own_alias: &str, own_version: &str) -> St
             }
             if let Some(v) = &p.plugin_version {
                 fields.push(("plugin_version", v.clone()));
-                if p.client_type.as_deref() == Some("opencode") && v != own_version {
+                if crate::registry::is_stale_plugin(p.client_type.as_deref(), Some(v), own_version)
+                {
                     fields.push((
                         "stale",
                         format!("runs c2c-bridge {v}, this session runs {own_version}"),

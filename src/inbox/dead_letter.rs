@@ -11,7 +11,7 @@ use std::time::Duration;
 use serde_json::Value;
 
 use super::{keep_all_aside, raw_message_id, read, update_locked, Entry};
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::store::file::{append_jsonl, read_jsonl, remove, write_jsonl_atomic, JsonLine};
 use crate::store::{self, BrokerRoot};
 
@@ -117,4 +117,44 @@ pub fn rescue(root: &BrokerRoot, session_id: &str, lock_timeout: Duration) -> Re
         write_jsonl_atomic(&dl, &rest)?;
         Ok(count)
     })
+}
+
+/// The number of messages waiting in `dead-letter.jsonl` for their sessions to come back (its
+/// non-blank lines); `None` when the file is absent.
+///
+/// # Errors
+/// [`Error::RootInsecure`] when it is a symlink or not a regular file (never followed);
+/// [`Error::Io`] when it cannot be read.
+pub fn count(root: &BrokerRoot) -> Result<Option<usize>> {
+    let path = root.dead_letter();
+    match std::fs::symlink_metadata(&path) {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(Error::io(&path, e)),
+        Ok(m) if !m.is_file() => {
+            return Err(Error::RootInsecure {
+                path,
+                reason: "it is a symlink or not a regular file; c2c-bridge never follows it".into(),
+            })
+        }
+        Ok(_) => {}
+    }
+    Ok(Some(store::file::read_jsonl(&path)?.len()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::root::RootSource;
+
+    #[test]
+    fn dead_letters_are_counted_and_a_symlink_refused() {
+        let dir = crate::testutil::private_tempdir();
+        let root = BrokerRoot::open(dir.path(), RootSource::Explicit).unwrap();
+        assert_eq!(count(&root).unwrap(), None);
+        std::fs::write(root.dead_letter(), "{\"a\":1}\n\nnot json\n").unwrap();
+        assert_eq!(count(&root).unwrap(), Some(2));
+        std::fs::remove_file(root.dead_letter()).unwrap();
+        std::os::unix::fs::symlink(dir.path().join("x"), root.dead_letter()).unwrap();
+        assert!(matches!(count(&root), Err(Error::RootInsecure { .. })));
+    }
 }

@@ -35,6 +35,9 @@ use crate::error::Result;
 use crate::store::records::{self, Record};
 use crate::store::{self, BrokerRoot};
 
+mod inspect;
+pub use inspect::{inspect_inboxes, InboxFile};
+
 /// One message, in c2c 0.8's field names. `via` and `from_session_id` are our extras (c2c
 /// ignores them).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -355,9 +358,14 @@ pub fn describe_not_message(v: &Value) -> String {
 /// # Errors
 /// As [`read`].
 pub fn summarize(path: &Path) -> Result<Summary> {
+    Ok(summary_of(&read(path)?))
+}
+
+/// The [`Summary`] of records already read.
+pub(crate) fn summary_of(entries: &[Entry]) -> Summary {
     let mut out = Summary::default();
-    for e in read(path)? {
-        match &e {
+    for e in entries {
+        match e {
             Entry::Message { value, .. } => {
                 out.messages += 1;
                 if value.get("message_id").is_none() {
@@ -368,7 +376,7 @@ pub fn summarize(path: &Path) -> Result<Summary> {
             Entry::NotUnderstood(_) => out.not_understood += 1,
         }
     }
-    Ok(out)
+    out
 }
 
 /// Create `<session_id>.inbox.json` as `[]` under its lock when it does not exist (temp file,

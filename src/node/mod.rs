@@ -12,6 +12,7 @@ pub mod config;
 pub mod diagnostics;
 pub mod envelope;
 pub mod error;
+pub mod inspect;
 pub mod policy;
 pub mod types;
 pub mod verdict;

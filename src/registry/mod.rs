@@ -17,7 +17,7 @@ pub mod aliases;
 mod peers;
 mod register;
 
-pub use peers::{peers, Peer};
+pub use peers::{is_stale_plugin, peers, Peer};
 pub use register::{check_alias_reuse, register, register_no_dir_sync};
 
 use serde::{Deserialize, Serialize};

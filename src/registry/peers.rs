@@ -53,3 +53,34 @@ pub fn peers(regs: &[Registration], own_session_id: Option<&str>) -> Vec<Peer> {
         })
         .collect()
 }
+
+/// Whether a peer runs another c2c-bridge plugin version than `own_version` (it is "stale"):
+/// only an OpenCode registration (`client_type` `"opencode"`) that records a `plugin_version`
+/// other than ours. A registration without a recorded version, or of another client (Claude
+/// Code, c2c's own tools), is never stale. The one rule behind `framedPeerList`'s `stale`
+/// field and the CLI's `STALE` mark.
+pub fn is_stale_plugin(
+    client_type: Option<&str>,
+    plugin_version: Option<&str>,
+    own_version: &str,
+) -> bool {
+    client_type == Some("opencode") && plugin_version.is_some_and(|v| v != own_version)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_an_opencode_peer_with_another_recorded_version_is_stale() {
+        assert!(is_stale_plugin(Some("opencode"), Some("0.0.1"), "0.1.0"));
+        assert!(!is_stale_plugin(Some("opencode"), Some("0.1.0"), "0.1.0"));
+        assert!(!is_stale_plugin(Some("opencode"), None, "0.1.0"));
+        assert!(!is_stale_plugin(
+            Some("claude-code"),
+            Some("0.0.1"),
+            "0.1.0"
+        ));
+        assert!(!is_stale_plugin(None, Some("0.0.1"), "0.1.0"));
+    }
+}

@@ -15,28 +15,15 @@
  */
 import type { HostEvent } from "../host.mjs";
 import type { History } from "../history.mjs";
+import type { PermissionDecision } from "../../../index.js";
+import type { Addon } from "../addon.mjs";
 import type { PermissionKind, Reply } from "./reply.mjs";
 
-/** The gate's answer (the addon's `PermissionDecision`). */
-export interface GateDecision {
-  action: "once" | "reject" | "leave" | "need-message" | "need-session" | "duplicate";
-  reason: string;
-  requestId: string;
-  sessionId: string;
-  messageId?: string | null;
-  category?: string | null;
-  guardrailReason?: string | null;
-  peerMessageId?: string | null;
-  from?: string | null;
-  basis?: string | null;
-}
+/** The gate's answer: the addon's `PermissionDecision` (generated index.d.ts). */
+export type GateDecision = PermissionDecision;
 
-/** What the handler needs of the addon's `PermissionGate`. */
-export interface Gate {
-  decide(kind: PermissionKind, request: object, toolInput?: object | null): GateDecision;
-  feedMessage(message: { info: object; parts: object[] }): void;
-  feedSession(session: object | null, messages: object[] | null): void;
-}
+/** What the handler needs of the addon's `PermissionGate` (generated index.d.ts). */
+export type Gate = Pick<InstanceType<Addon["PermissionGate"]>, "decide" | "feedMessage" | "feedSession">;
 
 /** Dependencies of {@link PermissionHandler}. */
 export interface PermissionHandlerDeps {
@@ -57,7 +44,11 @@ export interface PermissionHandlerDeps {
 /** The most need-* rounds per request (each item is asked for at most once by the gate). */
 const MAX_ROUNDS = 16;
 
-/** The event types this handler takes, with the gate's kind for each. */
+/**
+ * The permission request events of OpenCode 1.18.33, with the gate's kind for each:
+ * `permission.asked` (classic) and `permission.v2.asked`. (The plugin's event decoder,
+ * events.mts, routes them here by this function.)
+ */
 export function permissionKind(type: string): PermissionKind | undefined {
   if (type === "permission.asked") return "asked";
   if (type === "permission.v2.asked") return "v2";
