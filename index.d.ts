@@ -986,6 +986,15 @@ export interface SendReceipt {
 }
 
 /**
+ * Whether an OpenCode `SessionStatus` (`{type: "idle" | "busy" | "retry", …}`, from a
+ * `session.status` event or `GET /session/status`) means the session's loop is running:
+ * every `type` but `"idle"` is busy (`retry` is a loop that will try again; an unknown future
+ * type is not evidence of idleness). `null` when there is no non-empty string `type`: no
+ * observation. The rule is the core's `opencode::is_busy_status`.
+ */
+export declare function sessionBusy(status: unknown): boolean | null
+
+/**
  * Send diagnostic lines to `callback(line)` instead of stderr (`null`: back to stderr).
  * Process-wide, the last call wins. The callback runs on the JS thread, never keeps the
  * process alive, and an exception it throws is swallowed. At most 1 024 lines wait for it;
@@ -1079,10 +1088,10 @@ export interface ValidOptions {
   rateBurst?: number
   /** `rateWindowSecs`, seconds (1–86400). */
   rateWindowSecs?: number
-  /** `fallbackIntervalMs`, milliseconds (100–600000). */
-  fallbackIntervalMs?: number
-  /** `retryBaseMs`, milliseconds (10–60000). */
-  retryBaseMs?: number
+  /** `fallbackIntervalMs`, milliseconds (100–600000); default 2000 when not given. */
+  fallbackIntervalMs: number
+  /** `retryBaseMs`, milliseconds (10–60000); default 500 when not given. */
+  retryBaseMs: number
 }
 
 /** The answer of `outgoingVia`. */

@@ -863,6 +863,7 @@ module.exports.probeLock = nativeBinding.probeLock
 module.exports.readApprovalVerdict = nativeBinding.readApprovalVerdict
 module.exports.readLog = nativeBinding.readLog
 module.exports.resolveRoot = nativeBinding.resolveRoot
+module.exports.sessionBusy = nativeBinding.sessionBusy
 module.exports.setDiagnosticsSink = nativeBinding.setDiagnosticsSink
 module.exports.strictestSetting = nativeBinding.strictestSetting
 module.exports.validateOptions = nativeBinding.validateOptions

@@ -284,7 +284,6 @@ fn open_broker(
         root: Some(root.to_path_buf()),
         directory: Some(root.parent().unwrap().to_path_buf()),
         inbound: Some(inbound.into()),
-        inbound_env: Some(None),
         lock_timeout: Some(Duration::from_secs(30)),
         rate: Some(RateConfig {
             burst: 1_000_000,
@@ -294,7 +293,7 @@ fn open_broker(
         held_cap: Some(1_000_000),
         pending_per_alias_cap: Some(1_000_000),
         pending_global_cap: Some(1_000_000),
-        permission_ttl_env: Some("86400".into()),
+        env: c2c_bridge::Environment::from_pairs([("C2C_PERMISSION_TTL", "86400")]),
         ..Default::default()
     })
 }

@@ -16,7 +16,7 @@
 //! | `time`, [`ids`], `liveness` | units (epoch seconds), id validation, c2c's pid + start-time rule |
 //! | [`store`] | the broker root (resolution, permissions), OFD locks on `X.lock` sidecars and the one lock-order table (`store/lock.rs`), atomic JSON files, JSON-lines appends, per-record reading |
 //! | [`registry`] | `registry.json`: registrations, the register rule and M4 guard, peers with liveness, the alias book |
-//! | [`inbox`] | `<sid>.inbox.json`: messages, per-record reading and repair, archive moves, the dead letter |
+//! | [`inbox`] | `<sid>.inbox.json`: messages, per-record reading and repair, archive moves, the dead letter, read-only inspection (`doctor`) |
 //! | `held` | `held/<sid>.json`: the held inbox |
 //! | `pending` | `pending_permissions.json`: pending-reply slots, caps, the four check outcomes |
 //! | [`rooms`] | `rooms/<room>/…`: meta and c2c's access rules, membership, history, listing |
@@ -29,9 +29,9 @@
 //! | [`provenance`] | the turn index and `parentID` walk (was this turn peer-triggered?) |
 //! | [`policy`] | pure decisions: `peerPermissions`, inbound gating, hop limit, rate limit, the fail-closed guardrail |
 //! | [`diagnostics`] | `tracing` for maintainers (`C2C_BRIDGE_LOG`, off by default; never `broker.log`, which stays c2c's audit format) |
-//! | `config` | the plugin options schema and its validation (fail safe) |
+//! | `config` | options + environment → typed, validated settings: the one table of every option, default, unit, range and environment variable; the plugin options' validation (fail safe) |
 //! | [`broker`] | [`Broker`]: one session's identity-bound handle; each call binds the caller's own registration, calls the concept modules, writes the audit line |
-//! | `node` | napi classes and functions, error-code mapping (the addon's surface) |
+//! | `node` | napi classes and functions, error-code mapping (the addon's surface; `node/inspect.rs` holds the CLI's read-only views) |
 //!
 //! Modules without a link are private: nothing outside the crate uses them directly. The
 //! public modules are also what the integration tests, examples and fuzz targets read.
@@ -60,6 +60,8 @@
 //!   end in `Report` (`GateReport`, `SweepReport`, `AckReport`, `BroadcastReport`).
 //! - **perm id** (`perm_id`): the id of a permission request a pending-reply slot tracks.
 //! - **supervisor**: an alias allowed to answer a pending-reply slot (advisory only).
+//! - **busy** (a session): its OpenCode status `type` is anything but `"idle"` (`retry`
+//!   included); `session.idle` means not busy ([`opencode::is_busy_status`]).
 //! - **via**: the hop list of session ids a message (or the chain of turns that wrote it) has
 //!   passed through.
 
@@ -92,4 +94,5 @@ mod verdict;
 mod watch;
 
 pub use broker::{Broker, OpenOptions, Peer};
+pub use config::Environment;
 pub use error::{Error, ErrorCode, Result};

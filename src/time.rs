@@ -12,6 +12,14 @@ pub fn now_secs() -> f64 {
         .unwrap_or(0.0)
 }
 
+/// Now, in whole epoch milliseconds (OpenCode's unit, the turn index's `EpochMs`).
+pub fn now_ms() -> i64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_millis() as i64)
+        .unwrap_or(0)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

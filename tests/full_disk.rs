@@ -26,7 +26,7 @@ fn open(root: &Path, sid: &str, alias: &str) -> c2c_bridge::error::Result<Broker
         root: Some(root.to_path_buf()),
         directory: Some(root.parent().unwrap().to_path_buf()),
         inbound: Some("accept".into()),
-        inbound_env: Some(None),
+        env: c2c_bridge::Environment::empty(),
         ..Default::default()
     })
 }

@@ -30,7 +30,7 @@ fn open(r: &Root, sid: &str, alias: &str, project: &str, inbound: &str) -> Broke
         root: Some(r.path.clone()),
         directory: Some(dir),
         inbound: Some(inbound.into()),
-        inbound_env: Some(None),
+        env: c2c_bridge::Environment::empty(),
         ..Default::default()
     })
     .unwrap()
@@ -127,7 +127,7 @@ fn held_inbox_is_capped_and_expires() {
         root: Some(r.path.clone()),
         directory: Some(project_dir(&r, "pb")),
         inbound: Some("hold".into()),
-        inbound_env: Some(None),
+        env: c2c_bridge::Environment::empty(),
         held_cap: Some(2),
         held_ttl: Some(Duration::from_millis(300)),
         ..Default::default()

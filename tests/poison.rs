@@ -17,7 +17,7 @@ fn open(root: &Path, sid: &str, alias: &str) -> Broker {
         root: Some(root.to_path_buf()),
         directory: Some(dir),
         inbound: Some("accept".into()),
-        inbound_env: Some(None),
+        env: c2c_bridge::Environment::empty(),
         ..Default::default()
     })
     .unwrap()
@@ -205,7 +205,7 @@ fn try_open(root: &Path, sid: &str, alias: &str) -> c2c_bridge::error::Result<Br
         alias: Some(alias.into()),
         root: Some(root.to_path_buf()),
         directory: Some(root.parent().unwrap().to_path_buf()),
-        inbound_env: Some(None),
+        env: c2c_bridge::Environment::empty(),
         ..Default::default()
     })
 }

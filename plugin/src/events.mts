@@ -41,8 +41,8 @@ export type HostFact =
  * (nothing is injected until a known idle comes).
  */
 export function isBusyStatus(type: string): boolean {
-  // `busy`, `retry`: in a turn (Rust: busy || retry). Anything but `idle` that this version
-  // does not know: also busy (hold delivery), the one place where the plugin is stricter.
+  // `busy`, `retry`: in a turn. Anything but `idle` that this version does not know: also
+  // busy (hold delivery). The same rule as Rust's `opencode::is_busy_status` (`sessionBusy`).
   return type !== "idle";
 }
 

@@ -1,8 +1,8 @@
 /**
  * Plugin options (`"plugin": [["c2c-bridge", {...}]]`) and their environment overrides.
- * Validation is Rust's (`validateOptions`, one schema table in `src/config.rs`); this module
- * only maps its answer onto the shape the plugin uses and reports the mistakes (issue 18:
- * a mistake is never silently read as "not set").
+ * Validation and defaults are Rust's (`validateOptions`, one table of every option in
+ * `src/config/mod.rs`); this module only maps its answer onto the shape the plugin uses and
+ * reports the mistakes (issue 18: a mistake is never silently read as "not set").
  */
 import type { ValidatedOptions } from "../../index.js";
 import type { Addon } from "./addon.mjs";
@@ -65,22 +65,9 @@ export function readOptions(
   env: NodeJS.ProcessEnv,
 ): { options: BridgeOptions; report: OptionsReport } {
   const v = addon.validateOptions(raw ?? null, plainEnv(env));
-  const o = v.options;
+  // Rust validated every value and filled the plugin's own defaults: forwarded as is.
   return {
-    options: {
-      alias: o.alias,
-      brokerRoot: o.brokerRoot,
-      supervisors: o.supervisors,
-      maxMessageBytes: o.maxMessageBytes,
-      inbound: o.inbound,
-      heldCap: o.heldCap,
-      heldTtlSecs: o.heldTtlSecs,
-      rateBurst: o.rateBurst,
-      rateWindowSecs: o.rateWindowSecs,
-      peerPermissions: o.peerPermissions,
-      fallbackIntervalMs: o.fallbackIntervalMs ?? 2000,
-      retryBaseMs: o.retryBaseMs ?? 500,
-    },
+    options: v.options,
     report: { errors: v.errors, autoAnswersOff: v.autoAnswersOff, fromEnv: v.fromEnv },
   };
 }

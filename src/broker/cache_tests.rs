@@ -14,7 +14,7 @@ fn open(root: &Path, sid: &str, alias: &str) -> Broker {
         alias: Some(alias.into()),
         root: Some(root.to_path_buf()),
         directory: Some(root.to_path_buf()),
-        permission_ttl_env: Some(String::new()),
+        env: crate::config::Environment::empty(),
         ..Default::default()
     })
     .unwrap()
@@ -80,7 +80,7 @@ fn liveness_is_fresh_on_every_call() {
         root: Some(d.path().to_path_buf()),
         directory: Some(d.path().to_path_buf()),
         pid: Some(child.id()),
-        permission_ttl_env: Some(String::new()),
+        env: crate::config::Environment::empty(),
         ..Default::default()
     })
     .unwrap();
@@ -140,7 +140,7 @@ fn open_creates_a_missing_inbox_and_leaves_an_existing_one_alone() {
         alias: Some("carol".into()),
         root: Some(d.path().to_path_buf()),
         directory: Some(d.path().to_path_buf()),
-        permission_ttl_env: Some(String::new()),
+        env: crate::config::Environment::empty(),
         ..Default::default()
     })
     .unwrap_err();

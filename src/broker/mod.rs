@@ -6,6 +6,7 @@
 
 #[cfg(test)]
 mod cache_tests;
+mod deliver;
 mod gate;
 mod held;
 mod messaging;
@@ -14,7 +15,6 @@ mod receipts;
 mod rooms;
 mod sweep;
 
-use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -28,79 +28,25 @@ use crate::log::{short_hash, AuditLog};
 use crate::policy::inbound::InboundMode;
 use crate::policy::rate::RateLimiter;
 use crate::registry::{aliases, parse_all, Registration, RegistryCache};
-use crate::store::root::{resolve_path, RootEnv};
+use crate::store::root::resolve_path;
 use crate::store::{self, BrokerRoot};
 use crate::watch::InboxWatcher;
 
 pub use crate::held::{HeldMessage, HeldSelector};
 pub use crate::registry::Peer;
 pub use crate::rooms::{RoomInfo, RoomMessage};
+pub use deliver::Deliverable;
 pub use gate::{GateReport, PermissionAdvisory};
 pub use messaging::{AckReport, BroadcastReport, SendOptions, SendReceipt, SkippedRecipient};
 pub use pending::PendingOpened;
 pub use sweep::{SweepReport, RECIPIENT_ENDED};
 
-/// Default maximum message size: 16 KiB of UTF-8.
-pub const DEFAULT_MAX_MESSAGE_BYTES: usize = 16 * 1024;
-/// Default time to wait for a sidecar lock.
-pub const DEFAULT_LOCK_TIMEOUT: Duration = Duration::from_secs(5);
-
-/// How to open a [`Broker`].
-#[derive(Debug, Clone, Default)]
-pub struct OpenOptions {
-    /// The session id to bind (OpenCode's `ses_…`). Validated as a file-name stem.
-    pub session_id: String,
-    /// The alias to register. Required unless `attach` is set.
-    pub alias: Option<String>,
-    /// An explicit broker root; else c2c's resolution (see [`crate::store::root`]).
-    pub root: Option<PathBuf>,
-    /// The project directory used for c2c's repository fingerprint and stored in the
-    /// registration (`directory`). Default: the current directory.
-    pub directory: Option<PathBuf>,
-    /// The pid to register. Default: this process (the addon runs inside OpenCode).
-    pub pid: Option<u32>,
-    /// `plugin_version` to record.
-    pub plugin_version: Option<String>,
-    /// When the alias is held by another live session, register under the free alternative
-    /// the collision rule names (`<alias>-2`, …) instead of failing.
-    pub auto_alias: bool,
-    /// `client_type` to record (default `"opencode"`).
-    pub client_type: Option<String>,
-    /// Attach to an existing registration of `session_id` instead of registering: the CLI
-    /// acting for the session named by `C2C_MCP_SESSION_ID`. [`Broker::close`] then does not
-    /// unregister.
-    pub attach: bool,
-    /// Maximum content size in bytes (default 16 KiB).
-    pub max_message_bytes: Option<usize>,
-    /// Lock wait (default 5 s).
-    pub lock_timeout: Option<Duration>,
-    /// Environment for root resolution (default: the process environment).
-    pub env: Option<RootEnv>,
-    /// Inbound policy option (`accept`|`auto`|`hold`|`refuse`); `C2C_BRIDGE_INBOUND` overrides
-    /// it (read from `inbound_env`, default the process environment). Default `accept`.
-    pub inbound: Option<String>,
-    /// The value of `C2C_BRIDGE_INBOUND` to use (`None`: read the process environment).
-    pub inbound_env: Option<Option<String>>,
-    /// Held-inbox capacity (default 100 messages).
-    pub held_cap: Option<usize>,
-    /// How long a held message waits before it expires (default 300 s).
-    pub held_ttl: Option<Duration>,
-    /// Per sender→recipient rate limit (default: burst 20, refilled over 60 s).
-    pub rate: Option<crate::policy::rate::RateConfig>,
-    /// The raw `C2C_PERMISSION_TTL` value to use instead of the process environment's (an
-    /// empty string counts as unset). Read once, here; see `crate::pending::parse_ttl` for
-    /// how out-of-range and unusable values are treated. Default: the process environment.
-    pub permission_ttl_env: Option<String>,
-    /// Active pending-reply slots allowed per requester alias (default 16, c2c's). At least 1.
-    pub pending_per_alias_cap: Option<usize>,
-    /// Active pending-reply slots allowed in the root (default 1024, c2c's). At least 1.
-    pub pending_global_cap: Option<usize>,
-}
-
-/// Default held-inbox capacity.
-pub const DEFAULT_HELD_CAP: usize = 100;
-/// Default time a held message waits before it expires.
-pub const DEFAULT_HELD_TTL: Duration = Duration::from_secs(300);
+// The options of an open, their defaults and their resolution live in `crate::config`
+// (one table of every option); re-exported here, where callers look for them.
+pub use crate::config::{
+    OpenOptions, DEFAULT_HELD_CAP, DEFAULT_HELD_TTL, DEFAULT_LOCK_TIMEOUT,
+    DEFAULT_MAX_MESSAGE_BYTES,
+};
 
 /// One session's handle on a broker root.
 #[derive(Debug)]
@@ -148,46 +94,17 @@ impl Broker {
             Some(d) => d.clone(),
             None => std::env::current_dir().map_err(|e| Error::io(".", e))?,
         };
-        let env = opts.env.clone().unwrap_or_else(RootEnv::from_process);
+        let env = opts.env.root_env();
         let (path, source) = resolve_path(opts.root.as_deref(), &env, &project_dir)?;
         let root = BrokerRoot::open(&path, source)?;
         let log = AuditLog::new(root.log());
-        let max_message_bytes = opts.max_message_bytes.unwrap_or(DEFAULT_MAX_MESSAGE_BYTES);
-        if max_message_bytes == 0 {
-            return Err(Error::InvalidOption {
-                option: "maxMessageBytes".into(),
-                reason: "must be at least 1".into(),
-            });
-        }
-        let lock_timeout = opts.lock_timeout.unwrap_or(DEFAULT_LOCK_TIMEOUT);
-        let inbound_env = match &opts.inbound_env {
-            Some(v) => v.clone(),
-            None => std::env::var(crate::policy::inbound::ENV_INBOUND).ok(),
-        };
-        let (inbound, _) = InboundMode::resolve(opts.inbound.as_deref(), inbound_env.as_deref())
-            .map_err(|e| Error::InvalidOption {
-                option: "inbound".into(),
-                reason: e.to_string(),
-            })?;
-        let rate =
-            RateLimiter::new(opts.rate.unwrap_or_default()).map_err(|e| Error::InvalidOption {
-                option: "rate".into(),
-                reason: e.to_string(),
-            })?;
-        let held_ttl = opts.held_ttl.unwrap_or(DEFAULT_HELD_TTL);
-        if held_ttl.is_zero() {
-            return Err(Error::InvalidOption {
-                option: "heldTtlSecs".into(),
-                reason: "must be positive".into(),
-            });
-        }
-        let pending_caps = pending_caps(&opts)?;
-        let pending_ttl = crate::pending::parse_ttl(
-            opts.permission_ttl_env
-                .clone()
-                .or_else(|| std::env::var(crate::pending::TTL_ENV).ok())
-                .as_deref(),
-        );
+        let settings = crate::config::BrokerSettings::resolve(&opts)?;
+        let lock_timeout = settings.lock_timeout;
+        let rate = RateLimiter::new(settings.rate).map_err(|e| Error::InvalidOption {
+            option: "rate".into(),
+            reason: e.to_string(),
+        })?;
+        let pending_ttl = settings.pending_ttl;
         if let Some(reason) = &pending_ttl.invalid {
             log.event(
                 "pending_ttl_invalid",
@@ -296,17 +213,17 @@ impl Broker {
             alias,
             directory,
             attached: opts.attach,
-            max_message_bytes,
+            max_message_bytes: settings.max_message_bytes,
             lock_timeout,
             pending_ttl,
-            pending_caps,
+            pending_caps: settings.pending_caps,
             log,
             closed: AtomicBool::new(false),
             watcher: Mutex::new(None),
-            inbound,
+            inbound: settings.inbound,
             pid: own_pid,
-            held_cap: opts.held_cap.unwrap_or(DEFAULT_HELD_CAP),
-            held_ttl,
+            held_cap: settings.held_cap,
+            held_ttl: settings.held_ttl,
             rate: Mutex::new(rate),
             registry_cache,
             pending_cache,
@@ -611,25 +528,4 @@ impl Drop for Broker {
             }
         }
     }
-}
-
-/// The pending caps of `opts`, each at least 1.
-fn pending_caps(opts: &OpenOptions) -> Result<crate::pending::Caps> {
-    let defaults = crate::pending::Caps::default();
-    let check = |v: Option<usize>, name: &str, default: usize| match v {
-        Some(0) => Err(Error::InvalidOption {
-            option: name.into(),
-            reason: "must be at least 1".into(),
-        }),
-        Some(n) => Ok(n),
-        None => Ok(default),
-    };
-    Ok(crate::pending::Caps {
-        per_alias: check(
-            opts.pending_per_alias_cap,
-            "pendingPerAliasCap",
-            defaults.per_alias,
-        )?,
-        global: check(opts.pending_global_cap, "pendingGlobalCap", defaults.global)?,
-    })
 }

@@ -8,7 +8,7 @@ use napi_derive::napi;
 
 use super::error::{to_js, JsCode};
 use super::types::Peer;
-use crate::store::root::{resolve_path, RootEnv};
+use crate::store::root::resolve_path;
 use crate::store::BrokerRoot;
 use napi::Result;
 
@@ -42,18 +42,10 @@ pub fn resolve_root(
         .map(PathBuf::from)
         .or_else(|| std::env::current_dir().ok())
         .unwrap_or_else(|| PathBuf::from("."));
-    let env = match env {
-        None => RootEnv::from_process(),
-        Some(m) => {
-            let get = |k: &str| m.get(k).filter(|v| !v.is_empty()).cloned();
-            RootEnv {
-                broker_root: get("C2C_MCP_BROKER_ROOT"),
-                c2c_state_home: get("C2C_STATE_HOME"),
-                xdg_state_home: get("XDG_STATE_HOME"),
-                home: get("HOME"),
-            }
-        }
-    };
+    let env = env
+        .map(crate::config::Environment::Given)
+        .unwrap_or_default()
+        .root_env();
     let (path, source) =
         resolve_path(root.as_deref().map(std::path::Path::new), &env, &dir).map_err(to_js)?;
     let exists = path.is_dir();
@@ -87,20 +79,10 @@ pub fn list_registrations(root: String) -> Result<Vec<Peer>, JsCode> {
         crate::store::root::RootSource::Explicit,
     )
     .map_err(to_js)?;
-    let regs = crate::registry::parse_all(&crate::store::read_array(&r.registry()).map_err(to_js)?);
-    Ok(regs
+    Ok(crate::registry::read_peers(&r)
+        .map_err(to_js)?
         .into_iter()
-        .map(|reg| Peer {
-            alive: reg.is_alive(),
-            alias: reg.alias,
-            session_id: reg.session_id,
-            pid: reg.pid,
-            registered_at: reg.registered_at,
-            plugin_version: reg.plugin_version,
-            client_type: reg.client_type,
-            directory: reg.directory,
-            is_self: false,
-        })
+        .map(Into::into)
         .collect())
 }
 
@@ -147,7 +129,7 @@ pub fn read_log(root: String, limit: Option<u32>) -> Result<Vec<String>, JsCode>
     )
     .map_err(to_js)?;
     Ok(crate::log::AuditLog::new(r.log())
-        .tail(limit.unwrap_or(50) as usize)
+        .tail(limit.map_or(crate::config::DEFAULT_LOG_TAIL_LIMIT, |n| n as usize))
         .into_iter()
         .map(|v| v.to_string())
         .collect())
@@ -171,7 +153,9 @@ pub fn probe_lock(root: String, file: String, timeout_ms: Option<u32>) -> Result
     })?;
     crate::store::try_lock(
         &path,
-        std::time::Duration::from_millis(timeout_ms.unwrap_or(200) as u64),
+        timeout_ms.map_or(crate::config::DEFAULT_PROBE_LOCK_TIMEOUT, |ms| {
+            std::time::Duration::from_millis(ms as u64)
+        }),
     )
     .map_err(to_js)
 }

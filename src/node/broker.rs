@@ -2,7 +2,6 @@
 
 use std::path::PathBuf;
 use std::sync::Arc;
-use std::time::Duration;
 
 use napi::bindgen_prelude::Unknown;
 use napi::threadsafe_function::{ThreadsafeFunction, ThreadsafeFunctionCallMode};
@@ -11,37 +10,18 @@ use napi_derive::napi;
 
 use super::error::{to_js, JsCode};
 use super::types::{
-    AckReport, BroadcastReport, CheckOutcome, CreateRoomOptions, DeliverableMessage, GateReport,
-    HeldMessage, InboxChange, InboxMessage, OpenOptions, Peer, PendingOpened, PermissionAdvisory,
-    Receipt, RoomInfo, RoomMessage, SendOptions, SendReceipt, SweepReport,
+    AckReport, BroadcastReport, CheckOutcome, CreateRoomOptions, GateReport, HeldMessage,
+    InboxChange, InboxMessage, OpenOptions, Peer, PendingOpened, Receipt, RoomInfo, RoomMessage,
+    SendOptions, SendReceipt, SweepReport,
 };
 use crate::broker as core;
+use crate::config::{self, Environment, OpenNumbers};
 
 fn bad_option(name: &str, what: &str) -> napi::Error<JsCode> {
     to_js(crate::Error::InvalidOption {
         option: name.to_string(),
         reason: format!("must be {what}"),
     })
-}
-
-/// A JS number option that must be a whole number in `min..=max` (JS numbers are f64: without
-/// this check -1 would wrap to 4294967295 and 1.5 would truncate).
-fn whole(
-    name: &str,
-    v: Option<f64>,
-    min: u64,
-    max: u64,
-) -> std::result::Result<Option<u64>, napi::Error<JsCode>> {
-    match v {
-        None => Ok(None),
-        Some(x) if x.is_finite() && x.fract() == 0.0 && x >= min as f64 && x <= max as f64 => {
-            Ok(Some(x as u64))
-        }
-        Some(_) => Err(bad_option(
-            name,
-            &format!("a whole number from {min} to {max}"),
-        )),
-    }
 }
 
 fn selector(which: &str) -> std::result::Result<core::HeldSelector, napi::Error<JsCode>> {
@@ -100,84 +80,32 @@ impl JsBroker {
     /// `E_NOT_REGISTERED` (attach), `E_STORE_CORRUPT`, `E_LOCK_TIMEOUT`, `E_IO`.
     #[napi(factory, catch_unwind)]
     pub fn open(options: OpenOptions) -> Result<JsBroker, JsCode> {
-        let window = match options.rate_window_secs {
-            Some(w) if !(w.is_finite() && w > 0.0) => {
-                return Err(bad_option("rateWindowSecs", "a positive number of seconds"))
-            }
-            w => w,
-        };
-        let held_ttl = match options.held_ttl_secs {
-            Some(t) if !(t.is_finite() && t > 0.0 && t <= 31_536_000.0) => {
-                return Err(bad_option(
-                    "heldTtlSecs",
-                    "a number of seconds from 0 to 31536000 (a year)",
-                ))
-            }
-            t => t.map(Duration::from_secs_f64),
-        };
-        let burst = whole("rateBurst", options.rate_burst, 1, u32::MAX as u64)?;
-        let opts = core::OpenOptions {
+        let mut opts = core::OpenOptions {
             session_id: options.session_id,
             alias: options.alias,
             root: options.root.map(PathBuf::from),
             directory: options.directory.map(PathBuf::from),
-            pid: whole("pid", options.pid, 1, i32::MAX as u64)?.map(|n| n as u32),
             plugin_version: options.plugin_version,
             client_type: options.client_type,
             attach: options.attach.unwrap_or(false),
             auto_alias: options.auto_alias.unwrap_or(false),
-            max_message_bytes: whole("maxMessageBytes", options.max_message_bytes, 1, 64 << 20)?
-                .map(|n| n as usize),
-            lock_timeout: whole("lockTimeoutMs", options.lock_timeout_ms, 1, 3_600_000)?
-                .map(Duration::from_millis),
-            env: options.env.as_ref().map(|m| {
-                let get = |k: &str| m.get(k).filter(|v| !v.is_empty()).cloned();
-                crate::store::root::RootEnv {
-                    broker_root: get("C2C_MCP_BROKER_ROOT"),
-                    c2c_state_home: get("C2C_STATE_HOME"),
-                    xdg_state_home: get("XDG_STATE_HOME"),
-                    home: get("HOME"),
-                }
-            }),
+            env: options.env.map(Environment::Given).unwrap_or_default(),
             inbound: options.inbound,
-            inbound_env: options
-                .env
-                .as_ref()
-                .map(|m| m.get(crate::policy::inbound::ENV_INBOUND).cloned()),
-            held_cap: whole("heldCap", options.held_cap, 1, 1_000_000)?.map(|n| n as usize),
-            held_ttl,
-            rate: match (burst, window) {
-                (None, None) => None,
-                (b, w) => {
-                    let d = crate::policy::rate::RateConfig::default();
-                    Some(crate::policy::rate::RateConfig {
-                        burst: b.map(|b| b as u32).unwrap_or(d.burst),
-                        window_s: w.unwrap_or(d.window_s),
-                        ..d
-                    })
-                }
-            },
-            // `C2C_PERMISSION_TTL`, read once, here: from `env` when given (absent = unset),
-            // else from the process environment.
-            permission_ttl_env: options
-                .env
-                .as_ref()
-                .map(|m| m.get(crate::pending::TTL_ENV).cloned().unwrap_or_default()),
-            pending_per_alias_cap: whole(
-                "pendingPerAliasCap",
-                options.pending_per_alias_cap,
-                1,
-                1_000_000,
-            )?
-            .map(|n| n as usize),
-            pending_global_cap: whole(
-                "pendingGlobalCap",
-                options.pending_global_cap,
-                1,
-                10_000_000,
-            )?
-            .map(|n| n as usize),
+            ..Default::default()
         };
+        OpenNumbers {
+            pid: options.pid,
+            max_message_bytes: options.max_message_bytes,
+            lock_timeout_ms: options.lock_timeout_ms,
+            held_cap: options.held_cap,
+            held_ttl_secs: options.held_ttl_secs,
+            rate_burst: options.rate_burst,
+            rate_window_secs: options.rate_window_secs,
+            pending_per_alias_cap: options.pending_per_alias_cap,
+            pending_global_cap: options.pending_global_cap,
+        }
+        .apply(&mut opts)
+        .map_err(to_js)?;
         let inner = core::Broker::open(opts).map_err(to_js)?;
         Ok(JsBroker {
             inner: Arc::new(inner),
@@ -396,7 +324,10 @@ impl JsBroker {
     ) -> Result<Vec<RoomMessage>, JsCode> {
         Ok(self
             .inner
-            .room_history(&room_id, limit.unwrap_or(50) as usize)
+            .room_history(
+                &room_id,
+                limit.map_or(config::DEFAULT_ROOM_HISTORY_LIMIT, |n| n as usize),
+            )
             .map_err(to_js)?
             .into_iter()
             .map(Into::into)
@@ -428,24 +359,7 @@ impl JsBroker {
     pub fn gate_inbox(&self) -> Result<GateReport, JsCode> {
         let r = self.inner.gate_inbox().map_err(to_js)?;
         Ok(GateReport {
-            deliver: r
-                .deliver
-                .into_iter()
-                .map(|m| DeliverableMessage {
-                    framed: crate::envelope::frame_inbox_message(&m),
-                    permission_reply: r
-                        .advisories
-                        .iter()
-                        .find(|a| a.message_id == m.message_id)
-                        .map(|a| PermissionAdvisory {
-                            perm_id: a.perm_id.clone(),
-                            verdict: a.verdict.to_string(),
-                            from_alias: a.from_alias.clone(),
-                            verified: a.verified,
-                        }),
-                    message: m.into(),
-                })
-                .collect(),
+            deliver: r.deliverables().into_iter().map(Into::into).collect(),
             held: r.held,
             refused: r.refused,
             dropped: r.dropped,
@@ -546,7 +460,7 @@ impl JsBroker {
     pub fn receipts(&self, limit: Option<u32>) -> Result<Vec<Receipt>, JsCode> {
         Ok(self
             .inner
-            .receipts(limit.unwrap_or(50) as usize)
+            .receipts(limit.map_or(config::DEFAULT_RECEIPTS_LIMIT, |n| n as usize))
             .map_err(to_js)?
             .into_iter()
             .map(Into::into)
@@ -559,7 +473,7 @@ impl JsBroker {
     pub fn framed_receipts(&self, limit: Option<u32>) -> Result<String, JsCode> {
         let r = self
             .inner
-            .receipts(limit.unwrap_or(20) as usize)
+            .receipts(limit.map_or(config::DEFAULT_FRAMED_RECEIPTS_LIMIT, |n| n as usize))
             .map_err(to_js)?;
         Ok(crate::envelope::frame_receipts(&r))
     }

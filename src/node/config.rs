@@ -1,4 +1,5 @@
-//! `validateOptions`: the plugin options checked against [`crate::config::SCHEMA`].
+//! `validateOptions`: the plugin options checked against [`crate::config::plugin::SCHEMA`]
+//! (conversion only: validation and defaults are [`crate::config`]'s).
 
 use std::collections::HashMap;
 
@@ -47,10 +48,10 @@ pub struct ValidOptions {
     pub rate_burst: Option<u32>,
     /// `rateWindowSecs`, seconds (1–86400).
     pub rate_window_secs: Option<u32>,
-    /// `fallbackIntervalMs`, milliseconds (100–600000).
-    pub fallback_interval_ms: Option<u32>,
-    /// `retryBaseMs`, milliseconds (10–60000).
-    pub retry_base_ms: Option<u32>,
+    /// `fallbackIntervalMs`, milliseconds (100–600000); default 2000 when not given.
+    pub fallback_interval_ms: u32,
+    /// `retryBaseMs`, milliseconds (10–60000); default 500 when not given.
+    pub retry_base_ms: u32,
 }
 
 /// The answer of `validateOptions`.
@@ -86,9 +87,16 @@ pub fn validate_options(
     raw: Option<Value>,
     env: Option<HashMap<String, String>>,
 ) -> ValidatedOptions {
-    let env = env.unwrap_or_else(|| std::env::vars().collect());
+    let env = env
+        .map(config::Environment::Given)
+        .unwrap_or_default()
+        .to_map();
     let v = config::validate(&raw.unwrap_or(Value::Null), &env);
     let o = v.options;
+    let (fallback_interval_ms, retry_base_ms) = (
+        o.fallback_interval_ms_or_default(),
+        o.retry_base_ms_or_default(),
+    );
     ValidatedOptions {
         options: ValidOptions {
             alias: o.alias,
@@ -101,8 +109,8 @@ pub fn validate_options(
             held_ttl_secs: small(o.held_ttl_secs),
             rate_burst: small(o.rate_burst),
             rate_window_secs: small(o.rate_window_secs),
-            fallback_interval_ms: small(o.fallback_interval_ms),
-            retry_base_ms: small(o.retry_base_ms),
+            fallback_interval_ms: u32::try_from(fallback_interval_ms).unwrap_or(u32::MAX),
+            retry_base_ms: u32::try_from(retry_base_ms).unwrap_or(u32::MAX),
         },
         errors: v
             .errors

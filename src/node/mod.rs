@@ -13,6 +13,7 @@ pub mod diagnostics;
 pub mod envelope;
 pub mod error;
 pub mod inspect;
+pub mod opencode;
 pub mod policy;
 pub mod types;
 pub mod verdict;

@@ -8,10 +8,10 @@ use napi_derive::napi;
 use serde_json::Value;
 
 use super::error::{invalid_arg, to_js, JsCode};
+use crate::config;
 use crate::opencode::{self, FetchedMessage, FetchedSession, PermissionAsked};
-use crate::policy::engine::{self, GateConfig, GateDecision};
-use crate::policy::peer_permissions::{PermissionEventKind, ENV_PEER_PERMISSIONS};
-use crate::provenance::Limits;
+use crate::policy::engine::{self, GateDecision};
+use crate::policy::peer_permissions::PermissionEventKind;
 use napi::Result;
 
 /// The answer of `outgoingVia`.
@@ -104,10 +104,7 @@ impl From<GateDecision> for PermissionDecision {
 }
 
 fn now_ms() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_millis() as i64)
-        .unwrap_or(0)
+    crate::time::now_ms()
 }
 
 /// One plugin instance's permission gate: feed it every OpenCode event, ask it about each
@@ -117,9 +114,10 @@ pub struct JsPermissionGate {
     inner: engine::PermissionGate,
     audit_path: Option<String>,
     audit_error: Option<String>,
-    /// Where to retry opening the audit log while `audit_error` is set: (root option,
-    /// directory), and when it was last tried.
-    audit_retry: (Option<PathBuf>, PathBuf),
+    /// The gate's settings (the audit log is opened again from them while `audit_error` is
+    /// set).
+    settings: config::GateSettings,
+    /// When opening the audit log was last tried.
     audit_tried: std::time::Instant,
 }
 
@@ -133,55 +131,26 @@ impl JsPermissionGate {
     /// A broker root that cannot be opened does not fail: see `auditError`.
     #[napi(constructor, catch_unwind)]
     pub fn new(options: GateOptions) -> Result<Self, JsCode> {
-        let directory = PathBuf::from(&options.directory);
-        let audit_retry = (
-            options.broker_root.as_deref().map(PathBuf::from),
-            directory.clone(),
-        );
-        let (audit, audit_error) = match engine::audit_log_for(
-            options.broker_root.as_deref().map(PathBuf::from),
-            &directory,
-        ) {
+        let settings = config::GateSettings::resolve(config::GateOptions {
+            env: options
+                .env
+                .map(config::Environment::Given)
+                .unwrap_or_default(),
+            peer_permissions: options.peer_permissions,
+            directory: PathBuf::from(options.directory),
+            worktree: options.worktree.map(PathBuf::from),
+            home: options.home.map(PathBuf::from),
+            broker_root: options.broker_root.map(PathBuf::from),
+            started_at_ms: options.started_at_ms,
+        });
+        let (audit, audit_error) = match settings.audit_log() {
             Ok(log) => (Some(log), None),
             Err(e) => (None, Some(e.to_string())),
         };
-        let home = options
-            .home
-            .or_else(|| std::env::var("HOME").ok())
-            .unwrap_or_else(|| "/".to_string());
-        let started = options
-            .started_at_ms
-            .map(|ms| ms as i64)
-            .unwrap_or_else(now_ms);
         let audit_path = audit
             .as_ref()
             .map(|a| a.path().to_string_lossy().into_owned());
-        let protected_roots = engine::protected_broker_roots(
-            options.broker_root.as_deref().map(std::path::Path::new),
-            &crate::store::root::RootEnv::from_process(),
-            &directory,
-        );
-        let inner = engine::PermissionGate::new(GateConfig {
-            peer_permissions: options.peer_permissions,
-            env_peer_permissions: match &options.env {
-                Some(m) => m.get(ENV_PEER_PERMISSIONS).cloned(),
-                None => std::env::var(ENV_PEER_PERMISSIONS).ok(),
-            },
-            worktree: options
-                .worktree
-                .map(PathBuf::from)
-                .unwrap_or_else(|| directory.clone()),
-            directory,
-            home: PathBuf::from(home),
-            audit,
-            protected_roots,
-            limits: Limits {
-                instance_started_ms: Some(started),
-                ..Limits::default()
-            },
-        })
-        .map_err(to_js)?;
-        let mut inner = inner;
+        let mut inner = engine::PermissionGate::new(settings.gate_config(audit)).map_err(to_js)?;
         if options.auto_answers_off == Some(true) {
             inner.turn_answers_off();
         }
@@ -189,7 +158,7 @@ impl JsPermissionGate {
             inner,
             audit_path,
             audit_error,
-            audit_retry,
+            settings,
             audit_tried: std::time::Instant::now(),
         })
     }
@@ -305,7 +274,7 @@ impl JsPermissionGate {
             return;
         }
         self.audit_tried = std::time::Instant::now();
-        if let Ok(log) = engine::audit_log_for(self.audit_retry.0.clone(), &self.audit_retry.1) {
+        if let Ok(log) = self.settings.audit_log() {
             self.audit_path = Some(log.path().to_string_lossy().into_owned());
             self.audit_error = None;
             self.inner.set_audit(log);

@@ -330,6 +330,21 @@ pub struct DeliverableMessage {
     pub permission_reply: Option<PermissionAdvisory>,
 }
 
+impl From<crate::broker::Deliverable> for DeliverableMessage {
+    fn from(d: crate::broker::Deliverable) -> DeliverableMessage {
+        DeliverableMessage {
+            message: d.message.into(),
+            framed: d.framed,
+            permission_reply: d.advisory.map(|a| PermissionAdvisory {
+                perm_id: a.perm_id,
+                verdict: a.verdict.to_string(),
+                from_alias: a.from_alias,
+                verified: a.verified,
+            }),
+        }
+    }
+}
+
 /// Result of `gateInbox`.
 #[napi(object)]
 #[derive(Debug, Clone)]

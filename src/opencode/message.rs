@@ -3,7 +3,8 @@
 
 use serde_json::Value;
 
-use super::{ms, owned, s, strings, EpochMs, MessageInfo, PeerMark, Role};
+use super::json::{ms, owned, s, strings};
+use crate::provenance::{EpochMs, MessageInfo, PeerMark, Role};
 
 /// A session's identity facts (`Session` of OpenCode: `info` of `session.*` events, or
 /// `GET /session/:id`).

@@ -3,8 +3,8 @@
 //! typed facts out. Nothing else in the core reads OpenCode's JSON: [`crate::policy`] and
 //! [`crate::provenance`] take only the facts built here.
 //!
-//! Shapes are those of OpenCode **1.18.33** (`@opencode-ai/sdk` `types.gen.d.ts` and what the
-//! binary was seen to publish, `docs/opencode-host.md` of the project notes):
+//! Shapes are those of OpenCode **1.18.33**, checked against `@opencode-ai/sdk`'s
+//! `types.gen.d.ts` and what the binary publishes (the e2e harness, `__tests__/e2e/`):
 //!
 //! | OpenCode JSON                                   | fact                                   |
 //! |-------------------------------------------------|----------------------------------------|
@@ -31,12 +31,13 @@
 //! OpenCode 1.18.33's `SessionStatus` is `{type: "idle"} | {type: "busy"} | {type: "retry",
 //! attempt, message, next}`; `retry` is a loop that failed a model call and will try again, so
 //! it is still running. **A session is busy iff its status `type` is not `"idle"`**
-//! ([`is_busy_status`]); a `session.idle` event means not busy; a status without a (non-empty
-//! string) `type` is no observation at all. An unknown future `type` therefore counts as busy:
+//! ([`is_busy_status`], [`session_busy`]); a `session.idle` event means not busy; a status
+//! without a (non-empty string) `type` is no observation at all. An unknown future `type` therefore counts as busy:
 //! "idle" is the evidence that lets a peer-marked message start its own turn (and lets the
 //! plugin inject), so only OpenCode's explicit `idle` may provide it. The plugin's event
 //! switch applies the same rule (`type !== "idle"`).
 
+mod json;
 mod message;
 mod permission;
 
@@ -46,6 +47,7 @@ pub use permission::{MalformedPermission, PermissionAsked, PermissionEventKind};
 use serde_json::Value;
 
 pub use crate::provenance::{EpochMs, MessageInfo, PeerMark, Role};
+use json::s;
 
 /// One OpenCode event the core uses, decoded. Every other event type decodes to `None`.
 #[derive(Debug, Clone, PartialEq)]
@@ -78,6 +80,13 @@ pub fn is_busy_status(status_type: &str) -> bool {
     status_type != "idle"
 }
 
+/// Whether a `SessionStatus` object (`{type, …}`: `session.status`'s `properties.status`, or a
+/// value of `GET /session/status`) says busy, by [`is_busy_status`]; `None` without a
+/// non-empty string `type` (no observation).
+pub fn session_busy(status: &Value) -> Option<bool> {
+    s(status, "type").map(is_busy_status)
+}
+
 /// Decode one raw event `{type, properties}`. `None` for event types the core does not use
 /// and for payloads that lack what the fact needs (see "Malformed input").
 pub fn decode_event(event: &Value) -> Option<Event> {
@@ -89,11 +98,8 @@ pub fn decode_event(event: &Value) -> Option<Event> {
         "session.updated" => SessionInfo::decode(p.get("info")?).map(Event::SessionUpdated),
         "session.status" => {
             let session_id = s(p, "sessionID")?.to_string();
-            let ty = p.get("status").and_then(|st| s(st, "type"))?;
-            Some(Event::SessionStatus {
-                session_id,
-                busy: is_busy_status(ty),
-            })
+            let busy = session_busy(p.get("status")?)?;
+            Some(Event::SessionStatus { session_id, busy })
         }
         "session.idle" => Some(Event::SessionStatus {
             session_id: s(p, "sessionID")?.to_string(),
@@ -104,39 +110,6 @@ pub fn decode_event(event: &Value) -> Option<Event> {
         }),
         _ => None,
     }
-}
-
-/// `v[key]` as a non-empty string.
-fn s<'a>(v: &'a Value, key: &str) -> Option<&'a str> {
-    v.get(key).and_then(Value::as_str).filter(|s| !s.is_empty())
-}
-
-/// `v[key]` as an owned non-empty string.
-fn owned(v: &Value, key: &str) -> Option<String> {
-    s(v, key).map(str::to_string)
-}
-
-/// An epoch-ms time. JS numbers past 2^31 cross napi as `f64`, so both forms are accepted
-/// (a float must be finite and below 9e15 ms, about year 287 000).
-fn ms(v: Option<&Value>) -> Option<EpochMs> {
-    let v = v?;
-    v.as_i64().or_else(|| {
-        v.as_f64()
-            .filter(|f| f.is_finite() && f.abs() < 9.0e15)
-            .map(|f| f as EpochMs)
-    })
-}
-
-/// The strings of an array (other elements skipped); empty when `v` is not an array.
-fn strings(v: Option<&Value>) -> Vec<String> {
-    v.and_then(Value::as_array)
-        .map(|a| {
-            a.iter()
-                .filter_map(Value::as_str)
-                .map(str::to_string)
-                .collect()
-        })
-        .unwrap_or_default()
 }
 
 #[cfg(test)]

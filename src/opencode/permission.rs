@@ -2,7 +2,7 @@
 
 use serde_json::Value;
 
-use super::{owned, s, strings};
+use super::json::{owned, s, strings};
 
 /// Which OpenCode event raised a permission request (they are replied to at different
 /// endpoints).

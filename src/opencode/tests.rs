@@ -3,6 +3,7 @@
 
 use serde_json::{json, Value};
 
+use super::json::ms;
 use super::*;
 
 fn ev(ty: &str, properties: Value) -> Value {
@@ -200,6 +201,14 @@ fn busy_is_everything_but_idle() {
     );
     assert_eq!(decode_event(&ev("session.idle", json!({}))), None);
     assert!(is_busy_status("retry") && !is_busy_status("idle"));
+    // The same rule for a status object read elsewhere (`GET /session/status` values).
+    assert_eq!(
+        session_busy(&json!({"type": "retry", "attempt": 2})),
+        Some(true)
+    );
+    assert_eq!(session_busy(&json!({"type": "idle"})), Some(false));
+    assert_eq!(session_busy(&json!({"type": 3})), None);
+    assert_eq!(session_busy(&Value::Null), None);
 }
 
 #[test]

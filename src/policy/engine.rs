@@ -206,17 +206,6 @@ pub enum ViaLookup {
     NeedSession(String),
 }
 
-/// The audit log of the broker root for `directory`: `root` when given, else c2c's
-/// resolution from the process environment. The root is created (0700) and checked like a
-/// broker's. Errors: as [`crate::store::root::BrokerRoot::open`] and
-/// [`crate::store::root::resolve_path`].
-pub fn audit_log_for(root: Option<PathBuf>, directory: &std::path::Path) -> Result<AuditLog> {
-    use crate::store::root::{resolve_path, BrokerRoot, RootEnv};
-    let (path, source) = resolve_path(root.as_deref(), &RootEnv::from_process(), directory)?;
-    let root = BrokerRoot::open(&path, source)?;
-    Ok(AuditLog::new(root.log()))
-}
-
 /// The broker roots a gate for `directory` protects: the root `explicit` (option
 /// `brokerRoot`) or c2c's resolution of it ([`crate::store::root::resolve_path`]), plus every
 /// root the environment names (`C2C_MCP_BROKER_ROOT`, `$C2C_STATE_HOME/c2c`,

@@ -48,7 +48,8 @@ const TABLE: &[(&str, InboundMode)] = &[
     ("hold", InboundMode::Hold),
     ("refuse", InboundMode::Refuse),
 ];
-const VALID: &[&str] = &["accept", "auto", "hold", "refuse"];
+/// The words of the `inbound` setting (plugin options validation uses them too).
+pub const VALID: &[&str] = &["accept", "auto", "hold", "refuse"];
 
 impl InboundMode {
     /// The mode's configuration word.

@@ -67,7 +67,8 @@ const TABLE: &[(&str, PeerPermissions)] = &[
     ("ask", PeerPermissions::Ask),
     ("deny", PeerPermissions::Deny),
 ];
-const VALID: &[&str] = &["allow", "ask", "deny"];
+/// The words of the `peerPermissions` setting (plugin options validation uses them too).
+pub const VALID: &[&str] = &["allow", "ask", "deny"];
 
 impl PeerPermissions {
     /// The mode's configuration word.

@@ -224,7 +224,7 @@ mod tests {
             auto_alias: true,
             root: Some(root.to_path_buf()),
             directory: Some(root.to_path_buf()),
-            permission_ttl_env: Some(String::new()),
+            env: crate::config::Environment::empty(),
             ..Default::default()
         })
         .unwrap()

@@ -27,7 +27,9 @@ use crate::error::Result;
 use crate::ids::alias_eq;
 use crate::liveness;
 pub use crate::store::cache::ParsedFileCache;
+// Listed apart from the other `peers` names: a caller without a handle (the CLI).
 use crate::store::file as store_file;
+pub use peers::read_peers;
 
 /// One registration, in c2c 0.8's field names.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

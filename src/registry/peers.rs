@@ -26,6 +26,16 @@ pub struct Peer {
     pub is_self: bool,
 }
 
+/// Every registration of `root` as peers with liveness (`is_self` always false), read
+/// without a lock: the listing of a caller without a handle (the CLI's `listRegistrations`).
+///
+/// # Errors
+/// [`crate::Error::StoreCorrupt`], [`crate::Error::Io`].
+pub fn read_peers(root: &crate::store::BrokerRoot) -> crate::Result<Vec<Peer>> {
+    let regs = super::parse_all(&crate::store::read_array(&root.registry())?);
+    Ok(peers(&regs, None))
+}
+
 /// `regs` as peers, with liveness read now (each pid once per call); `own_session_id` marks
 /// the caller's own registration (`is_self`).
 pub fn peers(regs: &[Registration], own_session_id: Option<&str>) -> Vec<Peer> {

@@ -53,8 +53,9 @@ pub struct BrokerRoot {
     source: RootSource,
 }
 
-/// The environment values root resolution reads, passed in so tests need not touch the
-/// process environment.
+/// The environment values root resolution reads, passed in (built by
+/// `config::Environment::root_env`, the one reader of the environment) so that resolution
+/// itself never reads the process environment.
 #[derive(Debug, Clone, Default)]
 pub struct RootEnv {
     /// `C2C_MCP_BROKER_ROOT`.
@@ -65,19 +66,6 @@ pub struct RootEnv {
     pub xdg_state_home: Option<String>,
     /// `HOME`.
     pub home: Option<String>,
-}
-
-impl RootEnv {
-    /// Read the four variables from the process environment (empty values count as unset).
-    pub fn from_process() -> RootEnv {
-        let get = |k: &str| std::env::var(k).ok().filter(|v| !v.is_empty());
-        RootEnv {
-            broker_root: get("C2C_MCP_BROKER_ROOT"),
-            c2c_state_home: get("C2C_STATE_HOME"),
-            xdg_state_home: get("XDG_STATE_HOME"),
-            home: get("HOME"),
-        }
-    }
 }
 
 /// c2c's repository fingerprint for `dir`: first 12 hex chars of sha256 of the origin URL,

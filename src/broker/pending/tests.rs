@@ -18,7 +18,7 @@ fn opts(root: &Path, sid: &str, alias: &str) -> OpenOptions {
         alias: Some(alias.into()),
         root: Some(root.to_path_buf()),
         directory: Some(root.to_path_buf()),
-        permission_ttl_env: Some(String::new()),
+        env: crate::config::Environment::empty(),
         ..Default::default()
     }
 }
@@ -270,7 +270,7 @@ fn ttl_environment_values() {
     for (i, (raw, want, event)) in cases.iter().enumerate() {
         let _ = std::fs::remove_file(d.path().join("broker.log"));
         let mut o = opts(d.path(), &format!("ses_{i}"), &format!("a{i}"));
-        o.permission_ttl_env = Some(raw.to_string());
+        o.env = crate::config::Environment::from_pairs([(crate::pending::TTL_ENV, *raw)]);
         let b = Broker::open(o).unwrap();
         assert_eq!(b.pending_ttl_secs(), *want, "{raw}");
         let opened = b

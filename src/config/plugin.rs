@@ -1,22 +1,17 @@
-//! The plugin's options (`"plugin": [["c2c-bridge", {...}]]`) and their environment
-//! overrides: one schema table, one validation.
-//!
-//! Every option is listed once in [`SCHEMA`] with its JSON type, its range or vocabulary, its
-//! unit and the environment variable that overrides it. [`validate`] checks the whole options
-//! object against it and returns the usable values plus one [`OptionError`] per mistake.
-//!
-//! # Failing safe (issue 18)
-//! A mistake is never silently read as "not set" (which would leave the most permissive
-//! default on): an unknown key, a value of the wrong type, out of range or outside the
-//! vocabulary is an error. The value is not used (the default applies, or for `inbound` the
-//! safe `hold`), and when the error is in an option that touches permissions — or cannot be
-//! attributed to one (an unknown key may be a misspelt `peerPermissions`) —
-//! [`Validated::auto_answers_off`] is set: the plugin's gate then answers no permission
-//! request, every one goes to OpenCode's prompt, until the configuration is fixed.
+//! The plugin's options object (`"plugin": [["c2c-bridge", {...}]]`) and its environment
+//! overrides: one schema table ([`SCHEMA`]), one validation ([`validate`]), every mistake an
+//! [`OptionError`] with a stable code (see "Failing safe" in [`crate::config`]).
 
 use std::collections::HashMap;
 
 use serde_json::Value;
+
+/// Default of the plugin's `fallbackIntervalMs`: the delivery check when `session.idle`
+/// never comes, milliseconds.
+pub const DEFAULT_FALLBACK_INTERVAL_MS: u64 = 2_000;
+/// Default of the plugin's `retryBaseMs`: the first retry delay after a failed injection,
+/// milliseconds (doubling up to 30 s).
+pub const DEFAULT_RETRY_BASE_MS: u64 = 500;
 
 /// The JSON shape and the rule of one option.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -54,46 +49,46 @@ pub struct OptionSpec {
     pub touches_permissions: bool,
 }
 
-/// Every option the plugin reads. Defaults live where the values are used (README table).
+/// Every option the plugin reads (defaults and `Broker.open` ranges: the module table).
 pub const SCHEMA: &[OptionSpec] = &[
     OptionSpec {
         name: "alias",
-        env: Some("C2C_BRIDGE_ALIAS"),
+        env: Some(super::vars::ALIAS),
         rule: Rule::Alias,
         unit: "",
         touches_permissions: false,
     },
     OptionSpec {
         name: "brokerRoot",
-        env: Some("C2C_MCP_BROKER_ROOT"),
+        env: Some(super::vars::BROKER_ROOT),
         rule: Rule::Path,
         unit: "",
         touches_permissions: false,
     },
     OptionSpec {
         name: "peerPermissions",
-        env: Some(crate::policy::peer_permissions::ENV_PEER_PERMISSIONS),
-        rule: Rule::Enum(&["allow", "ask", "deny"]),
+        env: Some(super::vars::PEER_PERMISSIONS),
+        rule: Rule::Enum(crate::policy::peer_permissions::VALID),
         unit: "",
         touches_permissions: true,
     },
     OptionSpec {
         name: "supervisors",
-        env: Some("C2C_SUPERVISORS"),
+        env: Some(super::vars::SUPERVISORS),
         rule: Rule::AliasList,
         unit: "",
         touches_permissions: true,
     },
     OptionSpec {
         name: "inbound",
-        env: Some(crate::policy::inbound::ENV_INBOUND),
-        rule: Rule::Enum(&["accept", "auto", "hold", "refuse"]),
+        env: Some(super::vars::INBOUND),
+        rule: Rule::Enum(crate::policy::inbound::VALID),
         unit: "",
         touches_permissions: false,
     },
     OptionSpec {
         name: "maxMessageBytes",
-        env: Some("C2C_BRIDGE_MAX_MESSAGE_BYTES"),
+        env: Some(super::vars::MAX_MESSAGE_BYTES),
         rule: Rule::Int {
             min: 1,
             max: 1024 * 1024,
@@ -215,6 +210,19 @@ pub struct PluginOptions {
     pub fallback_interval_ms: Option<u64>,
     /// `retryBaseMs`, milliseconds.
     pub retry_base_ms: Option<u64>,
+}
+
+impl PluginOptions {
+    /// `fallbackIntervalMs`, or its default [`DEFAULT_FALLBACK_INTERVAL_MS`]; milliseconds.
+    pub fn fallback_interval_ms_or_default(&self) -> u64 {
+        self.fallback_interval_ms
+            .unwrap_or(DEFAULT_FALLBACK_INTERVAL_MS)
+    }
+
+    /// `retryBaseMs`, or its default [`DEFAULT_RETRY_BASE_MS`]; milliseconds.
+    pub fn retry_base_ms_or_default(&self) -> u64 {
+        self.retry_base_ms.unwrap_or(DEFAULT_RETRY_BASE_MS)
+    }
 }
 
 /// The answer of [`validate`].
@@ -457,7 +465,7 @@ fn store(out: &mut PluginOptions, name: &str, value: Checked) {
 /// the user to review) rather than by the permissive default `accept`.
 pub fn validate(raw: &Value, env: &HashMap<String, String>) -> Validated {
     let mut out = Validated::default();
-    let home = env.get("HOME").map(String::as_str);
+    let home = env.get(super::vars::HOME).map(String::as_str);
     let empty = serde_json::Map::new();
     let obj = match raw {
         Value::Null => &empty,

@@ -247,3 +247,19 @@ fn null_values_count_as_unset() {
     assert!(v.errors.is_empty());
     assert_eq!(v.options, PluginOptions::default());
 }
+
+#[test]
+fn plugin_timers_get_their_documented_defaults_in_milliseconds() {
+    let o = run(json!({})).options;
+    assert_eq!(o.fallback_interval_ms, None);
+    assert_eq!(o.fallback_interval_ms_or_default(), 2_000);
+    assert_eq!(o.retry_base_ms_or_default(), 500);
+    let o = run(json!({"fallbackIntervalMs": 100, "retryBaseMs": 10})).options;
+    assert_eq!(
+        (
+            o.fallback_interval_ms_or_default(),
+            o.retry_base_ms_or_default()
+        ),
+        (100, 10)
+    );
+}
