@@ -32,7 +32,9 @@ const started = Date.now();
 
 // The broker roots live under the user's state directory's file system (as the default root
 // does: ~/.c2c/… or $XDG_STATE_HOME/…), not a tmpfs /tmp where fsync is free.
-const BASE = fs.mkdtempSync(path.join(process.env.BENCH_DIR ?? path.join(os.homedir(), '.cache'), 'c2c-bench-'));
+const BENCH_PARENT = process.env.BENCH_DIR ?? path.join(os.homedir(), '.cache');
+fs.mkdirSync(BENCH_PARENT, { recursive: true }); // a fresh CI home may have no ~/.cache yet
+const BASE = fs.mkdtempSync(path.join(BENCH_PARENT, 'c2c-bench-'));
 fs.chmodSync(BASE, 0o700);
 const cleanup = () => fs.rmSync(BASE, { recursive: true, force: true });
 process.on('exit', cleanup);
