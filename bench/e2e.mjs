@@ -199,7 +199,7 @@ try {
   const read = (f) => (fs.existsSync(f) ? fs.readFileSync(f, 'utf8').split('\n').filter(Boolean).map((l) => JSON.parse(l)) : []);
   const ta = read(traceA);
   const tb = read(traceB);
-  const cols = { opencodeToExecute: [], via: [], send: [], wake: [], gate: [], accept: [], hookB: [], share: [], total: [], totalOurs: [], floorC: [], floorB: [], overFloor: [] };
+  const cols = { opencodeToExecute: [], via: [], send: [], wake: [], gate: [], status: [], accept: [], hookB: [], share: [], total: [], totalOurs: [], floorC: [], floorB: [], overFloor: [] };
   let fetches = ta.filter((m) => m.ev === 'a.via.fetch').length;
   let ackHook = [];
   for (const r of rounds) {
@@ -223,6 +223,10 @@ try {
     if (watch) {
       cols.wake.push(watch.at - s.at);
       cols.gate.push(inj.at - watch.at);
+      // The busy-race check (GET /session/status) inside that span, when it ran.
+      const st = tb.filter((m) => m.ev === 'b.status' && m.at >= watch.at && m.at <= inj.at).at(-1);
+      const sd = st && tb.find((m) => m.ev === 'b.status.done' && m.at >= st.at && m.at <= inj.at);
+      if (sd) cols.status.push(sd.at - st.at);
     }
     if (acc) cols.accept.push(acc.at - inj.at);
     cols.hookB.push(hookMs);
@@ -246,6 +250,7 @@ try {
     row('  A: Broker.send (fsync\'d inbox append + receipt + audit)', S.send),
     row('  send returned → B\'s watch callback (inotify → napi TSFN → B\'s JS loop)', S.wake),
     row('  B: watch callback → promptAsync called (gate, GET /session/status, framing)', S.gate),
+    row('    of which GET /session/status (the busy-race check, answered by OpenCode)', S.status),
     row('  B: our event hooks, synchronous time, promptAsync → SSE event (sum)', S.hookB),
     row('  (not ours) B: promptAsync called → 204 (OpenCode accepting the prompt)', S.accept),
   ];

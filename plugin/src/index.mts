@@ -177,11 +177,14 @@ function startInstance(
       isBusy: (sid) => sessions.isBusy(sid),
       setBusy: (sid, busy) => sessions.setBusy(sid, busy),
       async statusNow(sid) {
+        mark("b.status", { sid });
         try {
           const res = await client.session.status?.();
           return busyInStatusMap(res?.data, sid);
         } catch {
           return undefined;
+        } finally {
+          mark("b.status.done", { sid });
         }
       },
       sessions: () => sessions.registered(),
