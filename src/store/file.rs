@@ -187,7 +187,7 @@ pub fn write_bytes_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
 /// Replace `path` with `records` for bookkeeping a crash may lose (e.g. the `resolved_at`
 /// stamp of a pending slot), but never at the cost of the file's other records: the atomic
 /// replace without the directory fsync and, on file systems that write a new file's data
-/// before they commit a `rename` over an existing file ([`orders_data_before_rename`]),
+/// before they commit a `rename` over an existing file (`orders_data_before_rename`),
 /// without the data fsync either. After a crash the file is the old version or the new one,
 /// whole. The caller holds `X.lock`, as for every write.
 ///
