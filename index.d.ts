@@ -167,6 +167,15 @@ export declare class Broker {
    */
   acknowledge(messageIds: Array<string>, status: string): Array<string>
   /**
+   * `acknowledge` run on the libuv thread pool: a `Promise` of the ids moved to the
+   * archive, rejected with the same errors (`E_CLOSED`, store codes); `E_INVALID_ARG` for a
+   * bad `status` is thrown at once. The plugin calls this on OpenCode's main thread right
+   * after OpenCode stored the injected message: only the argument conversion runs there,
+   * not the three fsync'd writes. Concurrent acknowledgements of one message are safe
+   * (the inbox lock serialises them; the second finds nothing to move and sends no receipt).
+   */
+  acknowledgeAsync(messageIds: Array<string>, status: string): Promise<Array<string>>
+  /**
    * Tell the senders of these queued messages that delivery is paused by this session's user
    * (after an abort): a `paused` receipt each; the messages stay in the inbox. Returns the
    * ids found. Errors: `E_CLOSED`, store codes.

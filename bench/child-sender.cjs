@@ -1,11 +1,12 @@
 // The other process of the delivery benchmark: opens a Broker as `bench-sender` in the root
 // given on argv and, for each IPC message `{i, to}`, sends one message and reports the wall
-// clock (performance.timeOrigin + performance.now(), ms) right before and right after send().
+// clock (process.hrtime in ms: CLOCK_MONOTONIC, the parent's clock too) right before and right
+// after send().
 'use strict';
 const addon = require('../index.js');
 const [root] = process.argv.slice(2);
 const b = addon.Broker.open({ sessionId: 'ses_bench_sender', alias: 'bench-sender', root, directory: root, rateBurst: 1_000_000 });
-const wall = () => performance.timeOrigin + performance.now();
+const wall = () => Number(process.hrtime.bigint()) / 1e6;
 process.on('message', (m) => {
   if (m.stop) {
     b.close();

@@ -180,3 +180,29 @@ describe('rooms', () => {
     expect(rep.skipped).toEqual([{ alias: 'ghost', reason: 'not alive' }]);
   });
 });
+
+describe('acknowledgeAsync (the acknowledgement on the libuv pool)', () => {
+  test('archives exactly the acked message, sends one delivered receipt, and a second ack moves nothing', async () => {
+    const root = fx.root();
+    const a = fx.open({ root, sessionId: sid('a'), alias: 'alice' });
+    const b = fx.open({ root, sessionId: sid('b'), alias: 'bob' });
+    const m1 = a.send('bob', 'first').messageId;
+    const m2 = a.send('bob', 'second').messageId;
+    const pending = b.acknowledgeAsync([m1], 'delivered');
+    expect(pending).toBeInstanceOf(Promise);
+    // Two acknowledgements of one message at once: the inbox lock serialises them.
+    const [first, second] = await Promise.all([pending, b.acknowledgeAsync([m1], 'delivered')]);
+    expect([...first, ...second]).toEqual([m1]);
+    expect(b.peek().map((m) => m.messageId)).toEqual([m2]);
+    expect(a.receipts().filter((r) => r.messageId === m1).map((r) => r.status)).toEqual(['delivered']);
+    expect(await b.acknowledgeAsync([m1], 'delivered')).toEqual([]);
+  });
+
+  test('a bad status throws at once; a closed handle rejects with E_CLOSED', async () => {
+    const root = fx.root();
+    const b = fx.open({ root, sessionId: sid('b'), alias: 'bob' });
+    expect(() => b.acknowledgeAsync(['x'], 'seen')).toThrow(expect.objectContaining({ code: 'E_INVALID_ARG' }));
+    b.close();
+    await expect(b.acknowledgeAsync(['x'], 'delivered')).rejects.toMatchObject({ code: 'E_CLOSED' });
+  });
+});

@@ -213,7 +213,9 @@ describe('self-healing when the broker root goes away', () => {
     const s = await c.createSession({ title: 'bob' });
     await waitFor(() => addon.listRegistrations(brokerRoot).some((r) => r.sessionId === s.id && r.alive), { message: 'bob registered' });
 
-    fs.rmSync(brokerRoot, { recursive: true, force: true });
+    // The live plugin may create a lock file in the root while it is being removed (its
+    // 300 ms housekeeping): retry the removal rather than fail on ENOTEMPTY.
+    fs.rmSync(brokerRoot, { recursive: true, force: true, maxRetries: 10, retryDelay: 50 });
     fs.mkdirSync(brokerRoot, { mode: 0o700 });
     const healed = await waitFor(() => addon.listRegistrations(brokerRoot).find((r) => r.sessionId === s.id && r.alive), {
       message: 'registered again in the new root',

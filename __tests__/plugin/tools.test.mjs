@@ -15,7 +15,7 @@ afterAll(() => fs.rmSync(root, { recursive: true, force: true }));
 test('peer_send to an unknown alias names the root and points at peer_list', async () => {
   const me = addon.Broker.open({ sessionId: 'ses_tools_me', alias: 'me', root, directory: root });
   try {
-    const sessions = { brokerFor: async () => me };
+    const sessions = { get: () => undefined, brokerFor: async () => me };
     const tools = makeTools(sessions, '0.0.0', async () => []);
     const err = await tools.peer_send.execute({ to: 'nobody', text: 'hi' }, { sessionID: 'ses_tools_me', messageID: 'msg_1' }).catch((e) => e);
     expect(err).toBeInstanceOf(Error);

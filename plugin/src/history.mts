@@ -53,10 +53,28 @@ export type ViaIndex = Pick<InstanceType<Addon["PermissionGate"]>, "outgoingVia"
  * The hop chain a `peer_send` from the tool call in assistant message `messageId` continues:
  * the triggering peer message's `via` for a peer-triggered turn (so A→B→C→A loops of fresh
  * messages hit the hop limit), `[]` for a turn the user typed. Decided in Rust.
+ *
+ * The turn index has seen OpenCode's events, so the answer is normally ready at once: then
+ * it is returned synchronously (no round trip to OpenCode, no await that would let other
+ * work run first). Only data the index lacks (a session from before the plugin started, a
+ * message it never saw) is fetched, and then a promise is returned.
  */
-export async function viaFor(index: ViaIndex, history: History, sessionId: string, messageId: string): Promise<string[]> {
+export function viaFor(index: ViaIndex, history: History, sessionId: string, messageId: string): string[] | Promise<string[]> {
+  const first = index.outgoingVia(sessionId, messageId);
+  if (first.action === "ready") return first.via;
+  return viaWithFetches(index, history, sessionId, messageId, first);
+}
+
+async function viaWithFetches(
+  index: ViaIndex,
+  history: History,
+  sessionId: string,
+  messageId: string,
+  first: ReturnType<ViaIndex["outgoingVia"]>,
+): Promise<string[]> {
+  let a = first;
   for (let round = 0; round < 8; round++) {
-    const a = index.outgoingVia(sessionId, messageId);
+    if (round > 0) a = index.outgoingVia(sessionId, messageId);
     if (a.action === "ready") return a.via;
     if (a.action === "need-message" && a.sessionId && a.messageId) {
       const m = await history.message(a.sessionId, a.messageId);

@@ -23,6 +23,7 @@ import { makeReply } from "./permissions/reply.mjs";
 import { Sessions } from "./sessions.mjs";
 import { makeTools } from "./tools.mjs";
 import { makeHistory, viaFor } from "./history.mjs";
+import { mark, now, tracing } from "./trace.mjs";
 import { adviceText, tellSupervisors } from "./supervisors.mjs";
 import { peersInboxText, registerCommands } from "./commands.mjs";
 
@@ -141,7 +142,10 @@ function startInstance(
   const delivery: { current?: Delivery } = {};
   const sessions = new Sessions(addon, client, input.directory, options, logger, version, (sid, broker) => {
     try {
-      broker.watch(() => delivery.current?.kick(sid));
+      broker.watch(() => {
+        mark("b.watch", { sid });
+        delivery.current?.kick(sid);
+      });
     } catch (err) {
       logger.log("warn", `no inbox watch for ${sid} (falling back to the timer): ${(err as Error).message}`);
     }
@@ -152,7 +156,13 @@ function startInstance(
     {
       gate: (sid) => sessions.get(sid)?.gateInbox().deliver,
       pending: (sid) => (sessions.get(sid)?.peek().length ?? 0) > 0,
-      ack: (sid, ids, status) => void sessions.get(sid)?.acknowledge(ids, status),
+      // Off OpenCode's main thread (the libuv pool): this runs right after OpenCode stored the
+      // injected message, while it is delivering that message to its clients.
+      ack: (sid, ids, status) =>
+        void sessions
+          .get(sid)
+          ?.acknowledgeAsync(ids, status)
+          .catch((err: unknown) => logger.log("warn", `ack for ${sid} failed: ${String(err)}`)),
       paused: (sid, ids) => void sessions.get(sid)?.reportPaused(ids),
       housekeeping(sid) {
         sessions.heal(sid);
@@ -167,11 +177,14 @@ function startInstance(
       isBusy: (sid) => sessions.isBusy(sid),
       setBusy: (sid, busy) => sessions.setBusy(sid, busy),
       async statusNow(sid) {
+        mark("b.status", { sid });
         try {
           const res = await client.session.status?.();
           return busyInStatusMap(res?.data, sid);
         } catch {
           return undefined;
+        } finally {
+          mark("b.status.done", { sid });
         }
       },
       sessions: () => sessions.registered(),
@@ -199,7 +212,7 @@ function startInstance(
       },
       log: (level, message) => logger.log(level, message),
     },
-    makeInject(client),
+    tracing ? tracedInject(makeInject(client)) : makeInject(client),
     options,
   );
   setTimeout(() => {
@@ -346,7 +359,12 @@ function startInstance(
   };
 
   let disposed: Promise<void> | undefined;
-  const tools = makeTools(sessions, version, async (ctx) => (turns ? viaFor(turns, history, ctx.sessionID, ctx.messageID) : []));
+  const tools = makeTools(sessions, version, (ctx) => {
+    const via = turns ? viaFor(turns, history, ctx.sessionID, ctx.messageID) : [];
+    // A promise means the turn index lacked data and fetches it from OpenCode.
+    if (tracing && !Array.isArray(via)) mark("a.via.fetch", { sid: ctx.sessionID });
+    return via;
+  });
   const served: Served = {
     tools,
     retire() {
@@ -360,7 +378,14 @@ function startInstance(
     },
   };
   const hooks: PluginHooks = {
-    event: safe(logger, "event", async ({ event }) => onEvent(event)),
+    event: safe(logger, "event", async ({ event }) => {
+      if (!tracing) return onEvent(event);
+      // The synchronous part of the hook: what OpenCode's thread pays before it goes on.
+      const t0 = now();
+      const done = onEvent(event);
+      mark("hook", { type: event.type, start: t0, ms: now() - t0 });
+      return done;
+    }),
     config: safe(logger, "config", async (cfg) => registerCommands(cfg)),
     // A message sent from a peer-triggered turn continues that turn's hop chain (Rust decides).
     tool: tools,
@@ -388,6 +413,16 @@ function startInstance(
       })()),
   };
   return { hooks, served };
+}
+
+/** The inject capability with bench marks around it (`C2C_BRIDGE_TRACE`, see trace.mts). */
+function tracedInject(inject: ReturnType<typeof makeInject>): ReturnType<typeof makeInject> {
+  return async (sessionId, part) => {
+    const id = (part.metadata as { peerMessage?: { messageId?: unknown } } | undefined)?.peerMessage?.messageId;
+    mark("b.inject", { sid: sessionId, messageId: id });
+    await inject(sessionId, part);
+    mark("b.accepted", { sid: sessionId, messageId: id });
+  };
 }
 
 /** OpenCode's preferred plugin module shape. */

@@ -4,6 +4,7 @@
  */
 import type { Sessions } from "./sessions.mjs";
 import type { ToolContext, ToolDef } from "./host.mjs";
+import { mark, now, tracing } from "./trace.mjs";
 
 /** What the model can do about an error, in its own words (its tools, not JS API names). */
 const HINTS: Record<string, string> = {
@@ -22,7 +23,7 @@ function codeOf(err: unknown): string {
 export function makeTools(
   sessions: Sessions,
   pluginVersion: string,
-  viaFor: (ctx: ToolContext) => Promise<string[]>,
+  viaFor: (ctx: ToolContext) => string[] | Promise<string[]>,
 ): Record<string, ToolDef> {
   return {
     peer_list: {
@@ -53,13 +54,19 @@ export function makeTools(
         text: { type: "string", description: "The message text (at most 16 KiB)." },
       },
       async execute(args, ctx) {
+        const started = tracing ? now() : 0;
         const to = typeof args.to === "string" ? args.to : "";
         const text = typeof args.text === "string" ? args.text : "";
-        const broker = await sessions.brokerFor(ctx.sessionID);
+        // A registered root session is known at once: no await before the send (each await
+        // lets OpenCode's queued work run first).
+        const broker = sessions.get(ctx.sessionID) ?? (await sessions.brokerFor(ctx.sessionID));
         if (!broker) throw new Error("this session is not registered with the c2c broker");
         try {
-          const via = await viaFor(ctx);
+          const found = viaFor(ctx);
+          const via = Array.isArray(found) ? found : await found;
+          const viaAt = tracing ? now() : 0;
           const receipt = broker.send(to, text, { via });
+          if (tracing) mark("a.send", { start: started, via: viaAt, messageId: receipt.messageId });
           return JSON.stringify({
             status: receipt.status,
             messageId: receipt.messageId,

@@ -71,9 +71,9 @@ pub struct Broker {
     held_ttl: Duration,
     rate: Mutex<RateLimiter>,
     /// The parsed `registry.json`, reused while the file is unchanged.
-    registry_cache: RegistryCache,
+    registry_cache: Arc<RegistryCache>,
     /// `pending_permissions.json`, parsed (reused while the file is unchanged).
-    pending_cache: crate::store::cache::ParsedFileCache<Vec<Value>>,
+    pending_cache: Arc<crate::store::cache::ParsedFileCache<crate::pending::Snapshot>>,
     /// Records of our inbox already reported as not messages (first 16 hex of their sha256).
     not_messages_reported: Mutex<std::collections::HashSet<String>>,
 }
@@ -205,6 +205,9 @@ impl Broker {
             alias
         };
 
+        // Shared with this process's other handles on the root (see `ParsedFileCache::shared`).
+        let registry_cache = RegistryCache::shared(&root.registry());
+        let pending_cache = crate::store::cache::ParsedFileCache::shared(&root.pending());
         Ok(Broker {
             root,
             session_id: opts.session_id,
@@ -223,8 +226,8 @@ impl Broker {
             held_cap: settings.held_cap,
             held_ttl: settings.held_ttl,
             rate: Mutex::new(rate),
-            registry_cache: RegistryCache::new(),
-            pending_cache: crate::store::cache::ParsedFileCache::new(),
+            registry_cache,
+            pending_cache,
             not_messages_reported: Mutex::new(Default::default()),
         })
     }
@@ -284,9 +287,9 @@ impl Broker {
     /// [`RegistryCache`]). Liveness is not part of it: callers check it per call.
     /// The pending-reply slots as last written (a cached parse; see [`crate::store::cache`]).
     /// Expiry is evaluated by the caller.
-    pub(crate) fn pending_snapshot(&self) -> Result<std::sync::Arc<Vec<Value>>> {
+    pub(crate) fn pending_snapshot(&self) -> Result<std::sync::Arc<crate::pending::Snapshot>> {
         self.pending_cache
-            .load(&self.root.pending(), crate::store::file::parse_array)
+            .load(&self.root.pending(), crate::pending::Snapshot::parse)
     }
 
     pub(crate) fn registrations(&self) -> Result<Arc<Vec<Registration>>> {
@@ -477,6 +480,7 @@ impl Broker {
         let now = crate::time::now_secs();
         let has_slots = self.pending_snapshot().map(|slots| {
             slots
+                .records
                 .iter()
                 .filter_map(crate::pending::PendingSlot::from_value)
                 .any(|s| s.requester_session_id == self.session_id && s.is_active(now))

@@ -8,9 +8,7 @@ use crate::error::{Error, Result};
 use crate::fields;
 use crate::ids::validate_perm_id;
 use crate::log::short_hash;
-use crate::pending::{
-    self, evaluate, AddRefused, CheckKind, CheckOutcome, PendingKind, PendingSlot,
-};
+use crate::pending::{self, AddRefused, CheckKind, CheckOutcome, PendingKind, PendingSlot};
 
 /// What [`Broker::open_pending_reply`] returns.
 #[derive(Debug, Clone, PartialEq)]
@@ -73,8 +71,14 @@ impl Broker {
             verdict: None,
             extra: Default::default(),
         };
-        let added =
-            pending::open_slot(&self.root, &slot, self.pending_caps, now, self.lock_timeout)?;
+        let added = pending::open_slot(
+            &self.root,
+            &self.pending_cache,
+            &slot,
+            self.pending_caps,
+            now,
+            self.lock_timeout,
+        )?;
         let session = short_hash(&self.session_id);
         let perm = short_hash(perm_id);
         match added {
@@ -129,8 +133,10 @@ impl Broker {
     ///
     /// The first valid check stamps `resolved_at` (bookkeeping only: it authorises nothing
     /// and is never read back as a decision); later valid checks are still valid. The common
-    /// path reads a lock-free snapshot and writes nothing; only the stamping takes the lock
-    /// and rewrites the file (pruning expired slots in the same write).
+    /// path reads a lock-free cached snapshot, indexed by perm id, and writes nothing but the
+    /// audit line; only the stamping takes the lock and rewrites the file (pruning expired
+    /// slots in the same write), without a disk flush: a crash can lose the stamp, never a
+    /// slot (see [`crate::store::update_array_unsynced`]).
     ///
     /// # Errors
     /// [`Error::Closed`]; [`Error::NotRegistered`] when the handle's registration is gone;
@@ -142,13 +148,18 @@ impl Broker {
         // The common path (unknown id, or a slot already stamped) reads a cached parse and
         // writes nothing but the audit line.
         let snapshot = self.pending_snapshot()?;
-        let (mut outcome, mut kind, found) = evaluate(&snapshot, perm_id, &own.alias, now);
+        let (mut outcome, mut kind, found) = snapshot.evaluate(perm_id, &own.alias, now);
         let mut stamped = false;
         if kind == CheckKind::Valid && found.is_some_and(|(_, s)| s.resolved_at.is_none()) {
             // Re-evaluate under the lock: the slot may have been stamped, removed or expired
             // since the snapshot.
-            (outcome, kind, stamped) =
-                pending::stamp_valid_check(&self.root, perm_id, &own.alias, self.lock_timeout)?;
+            (outcome, kind, stamped) = pending::stamp_valid_check(
+                &self.root,
+                &self.pending_cache,
+                perm_id,
+                &own.alias,
+                self.lock_timeout,
+            )?;
         }
         let mut f = fields! {
             "perm" => short_hash(perm_id), "session" => short_hash(&self.session_id),

@@ -53,6 +53,17 @@ pub struct JsBroker {
     inner: Arc<core::Broker>,
 }
 
+/// The receipt status of an acknowledgement: `delivered` or `duplicate`.
+fn ack_status(status: &str) -> std::result::Result<crate::receipts::Status, napi::Error<JsCode>> {
+    match status {
+        "delivered" => Ok(crate::receipts::Status::Delivered),
+        "duplicate" => Ok(crate::receipts::Status::Duplicate),
+        other => Err(super::error::invalid_arg(format!(
+            "status must be \"delivered\" or \"duplicate\", not {other:?}"
+        ))),
+    }
+}
+
 fn send_options(o: Option<SendOptions>) -> core::SendOptions {
     core::SendOptions {
         via: o.and_then(|o| o.via).unwrap_or_default(),
@@ -409,16 +420,30 @@ impl JsBroker {
         message_ids: Vec<String>,
         status: String,
     ) -> Result<Vec<String>, JsCode> {
-        let status = match status.as_str() {
-            "delivered" => crate::receipts::Status::Delivered,
-            "duplicate" => crate::receipts::Status::Duplicate,
-            other => {
-                return Err(super::error::invalid_arg(format!(
-                    "status must be \"delivered\" or \"duplicate\", not {other:?}"
-                )))
-            }
-        };
+        let status = ack_status(&status)?;
         self.inner.acknowledge(&message_ids, status).map_err(to_js)
+    }
+
+    /// `acknowledge` run on the libuv thread pool: a `Promise` of the ids moved to the
+    /// archive, rejected with the same errors (`E_CLOSED`, store codes); `E_INVALID_ARG` for a
+    /// bad `status` is thrown at once. The plugin calls this on OpenCode's main thread right
+    /// after OpenCode stored the injected message: only the argument conversion runs there,
+    /// not the three fsync'd writes. Concurrent acknowledgements of one message are safe
+    /// (the inbox lock serialises them; the second finds nothing to move and sends no receipt).
+    #[napi(catch_unwind, ts_return_type = "Promise<Array<string>>")]
+    pub fn acknowledge_async(
+        &self,
+        message_ids: Vec<String>,
+        status: String,
+    ) -> Result<napi::bindgen_prelude::AsyncTask<super::ack_task::AcknowledgeTask>, JsCode> {
+        let status = ack_status(&status)?;
+        Ok(napi::bindgen_prelude::AsyncTask::new(
+            super::ack_task::AcknowledgeTask {
+                broker: Arc::clone(&self.inner),
+                message_ids,
+                status,
+            },
+        ))
     }
 
     /// Tell the senders of these queued messages that delivery is paused by this session's user

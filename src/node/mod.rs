@@ -5,6 +5,7 @@
 //! becomes a JS exception instead of crossing the FFI boundary; core errors become JS
 //! `Error`s with a stable `code` in [`error`].
 
+pub mod ack_task;
 pub mod admin;
 pub mod broker;
 pub mod config;

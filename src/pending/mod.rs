@@ -34,7 +34,11 @@ use crate::error::{Error, Result};
 use crate::ids::{alias_eq, validate_alias};
 
 mod slots;
+mod snapshot;
+mod view;
 pub use slots::{open_slot, stamp_valid_check};
+pub use snapshot::Snapshot;
+use view::SlotView;
 
 /// c2c's default TTL of a slot, in seconds (`C2C_PERMISSION_TTL` unset).
 pub const DEFAULT_TTL_SECS: f64 = 600.0;
@@ -303,7 +307,7 @@ pub enum AddRefused {
 /// were removed.
 pub fn prune_expired(records: &mut Vec<Value>, now: f64) -> usize {
     let before = records.len();
-    records.retain(|v| PendingSlot::from_value(v).is_none_or(|s| s.is_active(now)));
+    records.retain(|v| SlotView::of(v).is_none_or(|s| s.is_active(now)));
     before - records.len()
 }
 
@@ -319,9 +323,9 @@ pub fn add_slot(
     caps: Caps,
     now: f64,
 ) -> std::result::Result<usize, AddRefused> {
-    let active: Vec<PendingSlot> = records
+    let active: Vec<SlotView<'_>> = records
         .iter()
-        .filter_map(PendingSlot::from_value)
+        .filter_map(SlotView::of)
         .filter(|s| s.is_active(now))
         .collect();
     if active.iter().any(|s| s.perm_id == slot.perm_id) {
@@ -411,8 +415,19 @@ pub fn evaluate(
     replier_alias: &str,
     now: f64,
 ) -> (CheckOutcome, CheckKind, Option<(usize, PendingSlot)>) {
+    evaluate_in(records.iter().enumerate(), perm_id, replier_alias, now)
+}
+
+/// [`evaluate`] over `(index, record)` pairs in file order (all records, or only those an
+/// index says carry `perm_id`: records with another perm id are skipped either way).
+fn evaluate_in<'a>(
+    records: impl Iterator<Item = (usize, &'a Value)>,
+    perm_id: &str,
+    replier_alias: &str,
+    now: f64,
+) -> (CheckOutcome, CheckKind, Option<(usize, PendingSlot)>) {
     let mut seen_expired = false;
-    for (i, v) in records.iter().enumerate() {
+    for (i, v) in records {
         // Compare the id before deserialising the record: a check scans every slot.
         if v.get("perm_id").and_then(Value::as_str) != Some(perm_id) {
             continue;

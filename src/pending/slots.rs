@@ -4,10 +4,12 @@
 
 use std::time::Duration;
 
+use super::Snapshot;
 use super::{
     add_slot, evaluate, prune_expired, AddRefused, Caps, CheckKind, CheckOutcome, PendingSlot,
 };
 use crate::error::Result;
+use crate::store::cache::ParsedFileCache;
 use crate::store::{self, BrokerRoot};
 
 /// Add `slot` (newest first) to the root's pending file under its lock, pruning expired slots
@@ -18,12 +20,13 @@ use crate::store::{self, BrokerRoot};
 /// Store errors (lock timeout after `lock_timeout`, an unreadable file, a failed write).
 pub fn open_slot(
     root: &BrokerRoot,
+    cache: &ParsedFileCache<Snapshot>,
     slot: &PendingSlot,
     caps: Caps,
     now: f64,
     lock_timeout: Duration,
 ) -> Result<std::result::Result<usize, AddRefused>> {
-    store::update_array(&root.pending(), lock_timeout, |records| {
+    store::update_array_cached(&root.pending(), lock_timeout, true, cache, |records| {
         Ok(match add_slot(records, slot, caps, now) {
             Ok(pruned) => (Ok(pruned), true),
             Err(refused) => (Err(refused), false),
@@ -34,17 +37,23 @@ pub fn open_slot(
 /// Re-evaluate a reply to `perm_id` from `replier_alias` under the pending file's lock and,
 /// when it is valid and the slot has no `resolved_at` yet, stamp it with the current time
 /// (epoch seconds), pruning expired slots in the same write. Returns the outcome, its kind
-/// and whether a stamp was written. The stamp is bookkeeping only: it authorises nothing.
+/// and whether a stamp was written. The stamp is bookkeeping only: it authorises nothing,
+/// so it is written without a disk flush (as [`store::update_array_unsynced`]): a crash can
+/// lose the stamp (and the pruning), never a slot (RELIABILITY.md).
+///
+/// Both operations start from `cache` (the root's shared parse of the file, checked under the
+/// lock) and leave the written version in it ([`store::update_array_cached`]).
 ///
 /// # Errors
 /// Store errors (lock timeout after `lock_timeout`, an unreadable file, a failed write).
 pub fn stamp_valid_check(
     root: &BrokerRoot,
+    cache: &ParsedFileCache<Snapshot>,
     perm_id: &str,
     replier_alias: &str,
     lock_timeout: Duration,
 ) -> Result<(CheckOutcome, CheckKind, bool)> {
-    store::update_array(&root.pending(), lock_timeout, |records| {
+    store::update_array_cached(&root.pending(), lock_timeout, false, cache, |records| {
         let now = crate::time::now_secs();
         let (outcome, kind, found) = evaluate(records, perm_id, replier_alias, now);
         let mut stamp = false;

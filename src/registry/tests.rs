@@ -53,6 +53,12 @@ fn reads(c: &RegistryCache) -> usize {
     c.reads.load(std::sync::atomic::Ordering::Relaxed)
 }
 
+/// Close the cached version's file, as if it had not been kept open (its inode number
+/// could then be reused by a replacement).
+fn unpin(c: &RegistryCache) {
+    c.slot.lock().unwrap().as_mut().unwrap().pin = None;
+}
+
 /// Pretend the cached version was read long after it was written, so its identity alone
 /// is trusted from now on.
 fn age(c: &RegistryCache) {
@@ -89,12 +95,19 @@ fn cache_sees_every_replacement_and_own_invalidation() {
     );
     replace(&p, &[reg_json("s1", "a")]);
     assert_eq!(aliases(&c.load(&p, parse_bytes).unwrap()), ["a"]);
-    // A fresh version is confirmed by its bytes on every call (no re-parse).
+    // A fresh version is held open by the cache (its inode number cannot be reused), so
+    // its identity alone is trusted at once: no read, no re-parse.
     let before = reads(&c);
     let first = c.load(&p, parse_bytes).unwrap();
-    assert_eq!(reads(&c), before + 1);
+    assert_eq!(reads(&c), before);
     assert!(Arc::ptr_eq(&first, &c.load(&p, parse_bytes).unwrap()));
+    // Unpinned, a fresh version is confirmed by its bytes on every call (no re-parse).
+    unpin(&c);
+    let before = reads(&c);
+    assert!(Arc::ptr_eq(&first, &c.load(&p, parse_bytes).unwrap()));
+    assert_eq!(reads(&c), before + 1);
     // Once old enough, the identity alone is trusted: no read at all.
+    unpin(&c);
     age(&c);
     let before = reads(&c);
     assert!(Arc::ptr_eq(&first, &c.load(&p, parse_bytes).unwrap()));
@@ -129,6 +142,8 @@ fn young_identity_collision_is_caught_by_the_bytes() {
     assert_eq!(aliases(&c.load(&p, parse_bytes).unwrap()), ["a"]);
     replace(&p, &[reg_json("s1", "b")]);
     let id = FileId::of(&std::fs::symlink_metadata(&p).unwrap());
+    // Only possible for a version the cache does not hold open.
+    unpin(&c);
     c.slot.lock().unwrap().as_mut().unwrap().id = id;
     assert_eq!(aliases(&c.load(&p, parse_bytes).unwrap()), ["b"]);
 }

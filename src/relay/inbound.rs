@@ -107,7 +107,8 @@ pub fn deliver(
                 .filter_map(|v| raw_message_id(v).map(|c| c.into_owned()))
                 .collect();
         let archive = root.archive(&sid)?;
-        let archived = crate::store::file::tail_message_ids(&archive, 4 * 1024 * 1024)?;
+        let wanted: Vec<&str> = msgs.iter().map(|(_, m)| m.message_id.as_str()).collect();
+        let archived = crate::store::file::tail_message_ids(&archive, 4 * 1024 * 1024, &wanted)?;
         let (added, _moved) = crate::inbox::update(root, &sid, lock_timeout, |records| {
             let mut seen: HashSet<String> = records
                 .iter()

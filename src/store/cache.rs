@@ -2,9 +2,11 @@
 //! (`send`, `listPeers`, `checkPendingReply`) read files that rarely change, and parsing them
 //! on every call grows with their size.
 
+use std::any::{Any, TypeId};
+use std::collections::HashMap;
 use std::os::unix::fs::MetadataExt;
-use std::path::Path;
-use std::sync::{Arc, Mutex};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, Weak};
 
 use crate::error::Result;
 
@@ -49,16 +51,23 @@ pub(crate) struct Cached<T> {
     pub(crate) id: FileId,
     /// Wall clock (epoch seconds) just after the bytes were last read and compared.
     pub(crate) checked_at: f64,
+    /// The version read, kept open: while it is open its inode cannot be freed, so no file
+    /// that replaces it can reuse its inode number. A path whose identity still matches is
+    /// then this very inode, however young (every writer of the format replaces files by
+    /// `rename`; none writes in place), and `TRUST_AGE_SECS` need not be waited for.
+    /// `None` in tests that simulate an unpinned version.
+    pub(crate) pin: Option<std::fs::File>,
     bytes: Vec<u8>,
     parsed: Arc<T>,
 }
 
-/// A per-handle cache of one parsed store file (`registry.json`, `pending_permissions.json`).
+/// A cache of one parsed store file (`registry.json`, `pending_permissions.json`).
 ///
 /// Every [`ParsedFileCache::load`] `lstat`s the file. The parse is reused when the file's
 /// identity (device, inode, size, mtime and ctime with nanoseconds) is unchanged and that
-/// version was at least `TRUST_AGE_SECS` old when read; otherwise the file is read again
-/// and, if its bytes are unchanged, the parse is reused. A write through the owning handle
+/// version is still held open by the cache (see `Cached::pin`) or was at least
+/// `TRUST_AGE_SECS` old when read; otherwise the file is read again and, if its bytes are
+/// unchanged, the parse is reused. A write through the owning handle
 /// calls [`ParsedFileCache::invalidate`]. Anything time-dependent (liveness, expiry) is
 /// evaluated by the caller on every call, never cached here.
 #[derive(Debug)]
@@ -79,8 +88,69 @@ impl<T> Default for ParsedFileCache<T> {
     }
 }
 
+/// The caches shared by every handle of this process, by (parse type, file path).
+type SharedCaches = HashMap<(TypeId, PathBuf), Weak<dyn Any + Send + Sync>>;
+static SHARED: Mutex<Option<SharedCaches>> = Mutex::new(None);
+
+impl<T: Default + Send + Sync + 'static> ParsedFileCache<T> {
+    /// The cache of `path` shared by every handle in this process that reads it as `T`
+    /// (created on first use, dropped with its last handle).
+    ///
+    /// Sharing changes no answer: a cache holds nothing but a parse of the file's bytes and
+    /// checks the file's identity on every load, whichever handle asks. It saves memory and
+    /// parses: each of N handles on one root (one per OpenCode session) holding its own parse
+    /// of a registry of N sessions grew as N² (≈ 0.7 MB per handle at 1,000 registrations).
+    pub fn shared(path: &Path) -> Arc<Self> {
+        let mut map = SHARED.lock().unwrap_or_else(|p| p.into_inner());
+        let map = map.get_or_insert_with(HashMap::new);
+        let key = (TypeId::of::<T>(), path.to_path_buf());
+        if let Some(cache) = map
+            .get(&key)
+            .and_then(Weak::upgrade)
+            .and_then(|any| any.downcast::<Self>().ok())
+        {
+            return cache;
+        }
+        map.retain(|_, w| w.strong_count() > 0);
+        let cache = Arc::new(Self::default());
+        let any: Arc<dyn Any + Send + Sync> = cache.clone();
+        map.insert(key, Arc::downgrade(&any));
+        cache
+    }
+}
+
+/// A parse of a JSON-array store file that can be rebuilt from its records, so a
+/// read-modify-write can start from the cached version and leave the written one in the cache
+/// ([`crate::store::update_array_cached`]).
+pub trait ArrayParse: Default {
+    /// Parse the bytes of the file read from `path`.
+    ///
+    /// # Errors
+    /// [`crate::Error::StoreCorrupt`] for anything but a JSON array.
+    fn parse(path: &Path, bytes: &[u8]) -> Result<Self>;
+    /// The records, in file order.
+    fn records(&self) -> &[serde_json::Value];
+    /// The parse of a file holding exactly `records`.
+    fn from_records(records: Vec<serde_json::Value>) -> Self;
+}
+
 impl<T: Default> ParsedFileCache<T> {
-    /// An empty cache.
+    /// Make `parsed` the cached parse of the version of the file this process has just
+    /// written: `file` is that version, still open (so it pins the inode, see `Cached::pin`),
+    /// and `bytes` its content. Its identity is read from `file` after the rename (which set
+    /// its ctime). If that fails, the cache is emptied instead.
+    pub(crate) fn install(&self, file: std::fs::File, bytes: Vec<u8>, parsed: T) {
+        let mut slot = self.slot.lock().unwrap_or_else(|p| p.into_inner());
+        *slot = file.metadata().ok().map(|meta| Cached {
+            id: FileId::of(&meta),
+            checked_at: crate::time::now_secs(),
+            pin: Some(file),
+            bytes,
+            parsed: Arc::new(parsed),
+        });
+    }
+
+    /// An empty cache of this handle's own.
     pub fn new() -> Self {
         Self::default()
     }
@@ -105,7 +175,9 @@ impl<T: Default> ParsedFileCache<T> {
             Ok(m) if m.file_type().is_file() => {
                 if let Some(c) = slot.as_ref() {
                     let id = FileId::of(&m);
-                    if c.id == id && id.changed_at() + TRUST_AGE_SECS <= c.checked_at {
+                    if c.id == id
+                        && (c.pin.is_some() || id.changed_at() + TRUST_AGE_SECS <= c.checked_at)
+                    {
                         return Ok(Arc::clone(&c.parsed));
                     }
                 }
@@ -120,8 +192,8 @@ impl<T: Default> ParsedFileCache<T> {
         #[cfg(test)]
         self.reads
             .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        tracing::trace!(path = ?path, "parse cache: identity changed or too recent, reading");
-        let Some((meta, bytes)) = super::file::read_bytes(path)? else {
+        tracing::trace!(path = ?path, "parse cache: identity changed or not held, reading");
+        let Some((file, meta, bytes)) = super::file::read_bytes_open(path)? else {
             *slot = None;
             return Ok(Arc::new(T::default()));
         };
@@ -130,6 +202,7 @@ impl<T: Default> ParsedFileCache<T> {
         if let Some(c) = slot.as_mut().filter(|c| c.bytes == bytes) {
             c.id = id;
             c.checked_at = checked_at;
+            c.pin = Some(file);
             return Ok(Arc::clone(&c.parsed));
         }
         tracing::debug!(path = ?path, bytes = bytes.len(), "parse cache miss: parsing");
@@ -137,9 +210,66 @@ impl<T: Default> ParsedFileCache<T> {
         *slot = Some(Cached {
             id,
             checked_at,
+            pin: Some(file),
             bytes,
             parsed: Arc::clone(&parsed),
         });
         Ok(parsed)
+    }
+}
+
+#[cfg(test)]
+mod update_tests {
+    use super::*;
+    use serde_json::{json, Value};
+    use std::sync::atomic::Ordering;
+
+    #[derive(Default, Debug)]
+    struct Recs(Vec<Value>);
+    impl ArrayParse for Recs {
+        fn parse(path: &Path, bytes: &[u8]) -> Result<Self> {
+            crate::store::file::parse_array(path, bytes).map(Recs)
+        }
+        fn records(&self) -> &[Value] {
+            &self.0
+        }
+        fn from_records(records: Vec<Value>) -> Self {
+            Recs(records)
+        }
+    }
+
+    fn push(p: &Path, c: &ParsedFileCache<Recs>, v: Value, durable: bool) {
+        crate::store::update_array_cached(p, Duration::from_secs(2), durable, c, |r| {
+            r.push(v);
+            Ok(((), true))
+        })
+        .unwrap();
+    }
+    use std::time::Duration;
+
+    #[test]
+    fn a_cached_update_starts_from_the_cache_and_leaves_the_new_version_in_it() {
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path().join("x.json");
+        let c = ParsedFileCache::<Recs>::new();
+        push(&p, &c, json!(1), true);
+        push(&p, &c, json!(2), false);
+        // both writes read nothing (absent file, then the installed version) ...
+        assert_eq!(c.reads.load(Ordering::Relaxed), 0);
+        // ... the file and the cache agree, and a read finds the installed parse
+        assert_eq!(std::fs::read(&p).unwrap(), b"[1,2]");
+        assert_eq!(c.load(&p, Recs::parse).unwrap().0, vec![json!(1), json!(2)]);
+        assert_eq!(c.reads.load(Ordering::Relaxed), 0);
+        // another writer's replacement (a new inode) is read before the next update
+        crate::store::write_array_atomic(&p, &[json!(9)]).unwrap();
+        push(&p, &c, json!(3), true);
+        assert_eq!(c.reads.load(Ordering::Relaxed), 1);
+        assert_eq!(std::fs::read(&p).unwrap(), b"[9,3]");
+        // an update that changes nothing writes nothing
+        crate::store::update_array_cached(&p, Duration::from_secs(2), true, &c, |_| {
+            Ok(((), false))
+        })
+        .unwrap();
+        assert_eq!(std::fs::read(&p).unwrap(), b"[9,3]");
     }
 }

@@ -53,6 +53,13 @@ pub fn read_array(path: &Path) -> Result<Vec<Value>> {
 /// # Errors
 /// [`Error::Io`] on any failure other than absence, including a symlink in the file's place.
 pub(crate) fn read_bytes(path: &Path) -> Result<Option<(std::fs::Metadata, Vec<u8>)>> {
+    Ok(read_bytes_open(path)?.map(|(_, meta, bytes)| (meta, bytes)))
+}
+
+/// [`read_bytes`], also returning the open file (a cache keeps it to pin the inode).
+pub(crate) fn read_bytes_open(
+    path: &Path,
+) -> Result<Option<(std::fs::File, std::fs::Metadata, Vec<u8>)>> {
     let mut file = match open_read_nofollow(path) {
         Ok(f) => f,
         Err(e) if e.kind() == ErrorKind::NotFound => return Ok(None),
@@ -62,7 +69,7 @@ pub(crate) fn read_bytes(path: &Path) -> Result<Option<(std::fs::Metadata, Vec<u
     let mut bytes = Vec::with_capacity(meta.len() as usize + 1);
     file.read_to_end(&mut bytes)
         .map_err(|e| Error::io(path, e))?;
-    Ok(Some((meta, bytes)))
+    Ok(Some((file, meta, bytes)))
 }
 
 /// Parse the bytes of a JSON-array file read from `path`; anything but a JSON array is
@@ -177,6 +184,60 @@ pub fn write_bytes_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
     sync_dir(path.parent().unwrap_or(Path::new(".")))
 }
 
+/// Replace `path` with `records` for bookkeeping a crash may lose (e.g. the `resolved_at`
+/// stamp of a pending slot), but never at the cost of the file's other records: the atomic
+/// replace without the directory fsync and, on file systems that write a new file's data
+/// before they commit a `rename` over an existing file (`orders_data_before_rename`),
+/// without the data fsync either. After a crash the file is the old version or the new one,
+/// whole. The caller holds `X.lock`, as for every write.
+///
+/// # Errors
+/// [`Error::Io`] naming the file that failed.
+pub fn write_array_unsynced(path: &Path, records: &[Value]) -> Result<()> {
+    write_array_kept(path, records, false).map(drop)
+}
+
+/// [`write_array_atomic`] (`durable`) or [`write_array_unsynced`] (not), returning the new
+/// file still open and the bytes written (for a cache of the version just written).
+///
+/// # Errors
+/// [`Error::Io`] naming the file that failed.
+pub(crate) fn write_array_kept(
+    path: &Path,
+    records: &[Value],
+    durable: bool,
+) -> Result<(File, Vec<u8>)> {
+    let bytes = serde_json::to_vec(records).map_err(|e| Error::io(path, e.into()))?;
+    let dir = path.parent().unwrap_or(Path::new("."));
+    let file = replace_file(path, &bytes, durable || !orders_data_before_rename(dir))?;
+    if durable {
+        sync_dir(dir)?;
+    }
+    Ok((file, bytes))
+}
+
+/// Whether the file system of `dir` writes a file's data before it commits a `rename` of
+/// that file over an existing one, so that an un-fsync'd replace leaves the old or the new
+/// file after a crash, never an empty one: ext2/3/4 (`data=ordered`, the default, with
+/// `auto_da_alloc`, also the default), btrfs (flushes on rename-over), tmpfs (nothing
+/// survives a crash anyway). Anything else, or an unknown answer: `false`.
+pub(crate) fn orders_data_before_rename(dir: &Path) -> bool {
+    #[cfg(any(target_os = "linux", target_os = "android"))]
+    {
+        use nix::sys::statfs::{statfs, BTRFS_SUPER_MAGIC, EXT4_SUPER_MAGIC, TMPFS_MAGIC};
+        // ext2, ext3 and ext4 share one magic number.
+        statfs(dir).is_ok_and(|s| {
+            let t = s.filesystem_type();
+            t == EXT4_SUPER_MAGIC || t == BTRFS_SUPER_MAGIC || t == TMPFS_MAGIC
+        })
+    }
+    #[cfg(not(any(target_os = "linux", target_os = "android")))]
+    {
+        let _ = dir;
+        false
+    }
+}
+
 /// Steps 1–3 of an atomic replace (temp file, fsync, rename) without the directory fsync:
 /// the caller must [`sync_dir`] the parent before it reports success, and may share that one
 /// directory fsync between several files of the same directory.
@@ -184,6 +245,12 @@ pub fn write_bytes_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
 /// # Errors
 /// [`Error::Io`] naming the file that failed.
 pub(crate) fn replace_durable_file(path: &Path, bytes: &[u8]) -> Result<()> {
+    replace_file(path, bytes, true).map(drop)
+}
+
+/// Temp file, fsync when `sync`, rename (see [`replace_durable_file`]). Returns the new file,
+/// still open.
+fn replace_file(path: &Path, bytes: &[u8], sync: bool) -> Result<File> {
     let mut tmp_name = path.file_name().unwrap_or_default().to_os_string();
     tmp_name.push(format!(".tmp.{}", std::process::id()));
     let tmp = path.with_file_name(tmp_name);
@@ -197,17 +264,18 @@ pub(crate) fn replace_durable_file(path: &Path, bytes: &[u8]) -> Result<()> {
         }
         Err(e) => return Err(Error::io(&tmp, e)),
     };
-    let written = file.write_all(bytes).and_then(|_| file.sync_all());
+    let written = file
+        .write_all(bytes)
+        .and_then(|_| if sync { file.sync_all() } else { Ok(()) });
     if let Err(e) = written {
         let _ = std::fs::remove_file(&tmp);
         return Err(Error::io(&tmp, e));
     }
-    drop(file);
     if let Err(e) = std::fs::rename(&tmp, path) {
         let _ = std::fs::remove_file(&tmp);
         return Err(Error::io(path, e));
     }
-    Ok(())
+    Ok(file)
 }
 
 /// fsync a directory so a rename or create inside it is durable.
@@ -329,7 +397,11 @@ pub fn append_jsonl_once(path: &Path, values: &[Value], window: u64) -> Result<u
     if values.is_empty() {
         return Ok(0);
     }
-    let seen = tail_message_ids(path, window)?;
+    let wanted: Vec<&str> = values
+        .iter()
+        .filter_map(|v| v.get("message_id").and_then(Value::as_str))
+        .collect();
+    let seen = tail_message_ids(path, window, &wanted)?;
     let fresh: Vec<Value> = values
         .iter()
         .filter(|v| {
@@ -343,14 +415,24 @@ pub fn append_jsonl_once(path: &Path, values: &[Value], window: u64) -> Result<u
     Ok(fresh.len())
 }
 
-/// The `message_id`s of the complete lines among the last `window` bytes of a JSON-lines
-/// file (absent: none).
+/// Which of `wanted` are the `message_id` of a complete line among the last `window` bytes
+/// of a JSON-lines file (absent: none).
+///
+/// Only lines that can hold one of them are parsed: a line whose top-level `message_id` is
+/// `id` holds `id`'s bytes verbatim unless a writer escaped some of its characters, so when
+/// the tail is UTF-8 with no `\` escapes at all, a line without any wanted id as a substring
+/// is skipped unparsed (a substring search, instead of parsing ~256 KiB of JSON per move).
+/// Otherwise every line is parsed, as before.
 pub(crate) fn tail_message_ids(
     path: &Path,
     window: u64,
+    wanted: &[&str],
 ) -> Result<std::collections::HashSet<String>> {
     use std::io::{Seek, SeekFrom};
     let mut out = std::collections::HashSet::new();
+    if wanted.is_empty() {
+        return Ok(out);
+    }
     let mut file = match open_read_nofollow(path) {
         Ok(f) => f,
         Err(e) if e.kind() == ErrorKind::NotFound => return Ok(out),
@@ -363,16 +445,33 @@ pub(crate) fn tail_message_ids(
     let mut bytes = Vec::with_capacity((len - start) as usize);
     file.read_to_end(&mut bytes)
         .map_err(|e| Error::io(path, e))?;
-    let mut lines = bytes.split(|&b| b == b'\n');
+    let mut body: &[u8] = &bytes;
     if start > 0 {
-        lines.next(); // a partial first line
+        // a partial first line
+        body = match body.iter().position(|&b| b == b'\n') {
+            Some(i) => &body[i + 1..],
+            None => &[],
+        };
     }
-    for line in lines {
+    let verbatim = std::str::from_utf8(body)
+        .ok()
+        .filter(|t| !t.contains('\\'))
+        .filter(|_| wanted.iter().all(|id| !id.is_empty()));
+    let mut parse = |line: &[u8]| {
         if let Ok(v) = serde_json::from_slice::<Value>(line) {
             if let Some(id) = v.get("message_id").and_then(Value::as_str) {
-                out.insert(id.to_string());
+                if wanted.contains(&id) {
+                    out.insert(id.to_string());
+                }
             }
         }
+    };
+    match verbatim {
+        Some(text) => text
+            .split('\n')
+            .filter(|line| wanted.iter().any(|id| line.contains(id)))
+            .for_each(|line| parse(line.as_bytes())),
+        None => body.split(|&b| b == b'\n').for_each(parse),
     }
     Ok(out)
 }
@@ -562,6 +661,57 @@ mod tests {
         assert_eq!(ids, vec!["m1", "m2", "m3"]);
         // beyond the window an id is not looked for
         assert_eq!(append_jsonl_once(&p, &[v("m1")], 100).unwrap(), 1);
+    }
+
+    #[test]
+    fn unsynced_replace_writes_the_whole_file_and_leaves_no_temp() {
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path().join("pending_permissions.json");
+        write_array_atomic(&p, &[serde_json::json!({"a": 1})]).unwrap();
+        write_array_unsynced(&p, &[serde_json::json!({"a": 2}), serde_json::json!(3)]).unwrap();
+        assert_eq!(std::fs::read(&p).unwrap(), br#"[{"a":2},3]"#);
+        let names: Vec<_> = std::fs::read_dir(d.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
+        assert_eq!(
+            names,
+            vec![std::ffi::OsString::from("pending_permissions.json")]
+        );
+        // a temp file left by a crashed writer with our pid is replaced, as for every write
+        let tmp = d.path().join(format!(
+            "pending_permissions.json.tmp.{}",
+            std::process::id()
+        ));
+        std::fs::write(&tmp, b"garbage").unwrap();
+        write_array_unsynced(&p, &[]).unwrap();
+        assert_eq!(std::fs::read(&p).unwrap(), b"[]");
+        assert!(!tmp.exists());
+    }
+
+    #[test]
+    fn append_once_matches_top_level_ids_only_escaped_or_not() {
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path().join("a.jsonl");
+        // m2 named only in a text and in a nested receipt: not the line's own id
+        let other = serde_json::json!({"message_id": "m1", "content": "about m2",
+            "receipt": {"message_id": "m2"}});
+        append_jsonl(&p, &[other]).unwrap();
+        let m2 = serde_json::json!({"message_id": "m2"});
+        assert_eq!(
+            append_jsonl_once(&p, std::slice::from_ref(&m2), 4096).unwrap(),
+            1
+        );
+        assert_eq!(append_jsonl_once(&p, &[m2], 4096).unwrap(), 0);
+        // another writer escaped the id (`\u0033` is "3"): still found
+        std::fs::OpenOptions::new()
+            .append(true)
+            .open(&p)
+            .unwrap()
+            .write_all(b"{\"message_id\":\"m\\u0033\"}\n")
+            .unwrap();
+        let m3 = serde_json::json!({"message_id": "m3"});
+        assert_eq!(append_jsonl_once(&p, &[m3], 4096).unwrap(), 0);
     }
 
     #[test]

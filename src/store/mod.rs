@@ -87,6 +87,53 @@ pub fn try_lock(lock_path: &Path, timeout: std::time::Duration) -> Result<bool> 
     }
 }
 
+/// [`update_array`] (`durable`) or [`update_array_unsynced`] (not) that starts from `cache`'s
+/// parse of `path` and leaves the written version in it: the records are cloned from the
+/// cached parse (current: `cache` checks the file's identity, under the lock) instead of read
+/// and parsed, and the next read finds the new version parsed. `f` as for [`update_array`].
+///
+/// # Errors
+/// As [`update_array`].
+pub fn update_array_cached<T: cache::ArrayParse, R>(
+    path: &Path,
+    lock_timeout: std::time::Duration,
+    durable: bool,
+    cache: &cache::ParsedFileCache<T>,
+    f: impl FnOnce(&mut Vec<Value>) -> Result<(R, bool)>,
+) -> Result<R> {
+    let _guard = LockGuard::acquire(&lock::sidecar_path(path), lock_timeout)?;
+    let current = cache.load(path, T::parse)?;
+    let mut records = current.records().to_vec();
+    drop(current);
+    let (out, changed) = f(&mut records)?;
+    if changed {
+        let (file, bytes) = file::write_array_kept(path, &records, durable)?;
+        cache.install(file, bytes, T::from_records(records));
+    }
+    Ok(out)
+}
+
+/// [`update_array`] for bookkeeping a crash may lose: the rewrite is
+/// [`file::write_array_unsynced`] (no fsync where the file system keeps a replace whole
+/// without one), so it costs no disk flush. After a crash the file holds the old records or
+/// the new ones, never fewer.
+///
+/// # Errors
+/// As [`update_array`].
+pub fn update_array_unsynced<T>(
+    path: &Path,
+    lock_timeout: std::time::Duration,
+    f: impl FnOnce(&mut Vec<Value>) -> Result<(T, bool)>,
+) -> Result<T> {
+    let _guard = LockGuard::acquire(&lock::sidecar_path(path), lock_timeout)?;
+    let mut records = read_array(path)?;
+    let (out, changed) = f(&mut records)?;
+    if changed {
+        file::write_array_unsynced(path, &records)?;
+    }
+    Ok(out)
+}
+
 /// Read-modify-write of the JSON-array file `path` under its sidecar lock.
 ///
 /// `f` receives the current records (an absent file reads as `[]`) and returns a value and
