@@ -136,13 +136,21 @@ pub trait ArrayParse: Default {
 
 impl<T: Default> ParsedFileCache<T> {
     /// Make `parsed` the cached parse of the version of the file this process has just
-    /// written: `file` is that version, still open (so it pins the inode, see `Cached::pin`),
-    /// and `bytes` its content. Its identity is read from `file` after the rename (which set
-    /// its ctime). If that fails, the cache is emptied instead.
-    pub(crate) fn install(&self, file: std::fs::File, bytes: Vec<u8>, parsed: T) {
+    /// written to `path`: `written` is that version (opened for writing), `bytes` its
+    /// content. The version is pinned by a *read-only* descriptor opened on `path` (see
+    /// `Cached::pin`; a descriptor open for writing would keep the file system from being
+    /// remounted read-only), and only when that is still the inode just written; otherwise,
+    /// or if its identity cannot be read, the cache is emptied instead.
+    pub(crate) fn install(&self, path: &Path, written: std::fs::File, bytes: Vec<u8>, parsed: T) {
+        let written_id = written.metadata().ok().map(|m| FileId::of(&m));
+        drop(written);
+        let pinned = super::file::open_read_nofollow(path).ok().and_then(|f| {
+            let id = f.metadata().ok().map(|m| FileId::of(&m))?;
+            (Some(id) == written_id).then_some((f, id))
+        });
         let mut slot = self.slot.lock().unwrap_or_else(|p| p.into_inner());
-        *slot = file.metadata().ok().map(|meta| Cached {
-            id: FileId::of(&meta),
+        *slot = pinned.map(|(file, id)| Cached {
+            id,
             checked_at: crate::time::now_secs(),
             pin: Some(file),
             bytes,

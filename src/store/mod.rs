@@ -108,7 +108,7 @@ pub fn update_array_cached<T: cache::ArrayParse, R>(
     let (out, changed) = f(&mut records)?;
     if changed {
         let (file, bytes) = file::write_array_kept(path, &records, durable)?;
-        cache.install(file, bytes, T::from_records(records));
+        cache.install(path, file, bytes, T::from_records(records));
     }
     Ok(out)
 }
