@@ -162,7 +162,10 @@ fn main() {
     let home = std::env::var_os("HOME")
         .map(PathBuf::from)
         .unwrap_or_else(|| PathBuf::from("/root"));
-    let ctx = PathContext::new(here.clone(), here.clone(), home);
+    // A fixed system PATH: `npm run bench` puts `node_modules/.bin` (inside the project) first,
+    // and the guardrail rightly refuses a bash command whose PATH reaches into the project.
+    let ctx = PathContext::new(here.clone(), here.clone(), home)
+        .with_path_env(Some("/usr/local/bin:/usr/bin:/bin".into()));
     let bash: PermissionRequest = serde_json::from_value(serde_json::json!({
         "permission": "bash",
         "command": "cd src && grep -n fn lib.rs | head -5 > ../build.log 2>&1 && ls -la",
