@@ -106,18 +106,7 @@ mod tests {
             v[k] = bad;
             cases.push(v);
         }
-        for k in [
-            "perm_id",
-            "kind",
-            "requester_session_id",
-            "requester_alias",
-            "supervisors",
-            "created_at",
-            "expires_at",
-            "fallthrough_fired_at",
-            "resolved_at",
-            "verdict",
-        ] {
+        for k in crate::pending::C2C_SLOT_FIELDS {
             let mut v = good.clone();
             v.as_object_mut().unwrap().remove(k);
             cases.push(v);

@@ -72,21 +72,25 @@ pub fn sidecar_in(root: &Path, file: &str) -> Option<PathBuf> {
     plain.then(|| sidecar_path(&root.join(file)))
 }
 
+/// A path's file name, its parent directory's name, and whether it lies directly in a room
+/// directory (`rooms/<room>/<name>`): what the lock table's names are read from.
+fn name_parts(path: &Path) -> (String, String, bool) {
+    let name_of = |p: Option<&Path>| {
+        p.and_then(Path::file_name)
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default()
+    };
+    let in_room = name_of(path.parent().and_then(Path::parent)) == "rooms";
+    (name_of(Some(path)), name_of(path.parent()), in_room)
+}
+
 /// The sidecar lock of a data file, as c2c names it (see the table in the module doc):
 /// `<sid>.inbox.json` → `<sid>.inbox.lock`; `rooms/<room>/members.json` and
 /// `rooms/<room>/meta.json` → `rooms/<room>/members.lock`; `rooms/<room>/history.jsonl` →
 /// `rooms/<room>/history.lock`; any other `X` → `X.lock`. Archives are appended under
 /// [`archive_lock_path`] instead.
 pub fn sidecar_path(path: &Path) -> PathBuf {
-    let name = path
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    let in_room = path
-        .parent()
-        .and_then(Path::parent)
-        .and_then(Path::file_name)
-        .is_some_and(|n| n == "rooms");
+    let (name, _, in_room) = name_parts(path);
     let lock_name = match name.strip_suffix(".inbox.json") {
         Some(stem) => format!("{stem}.inbox.lock"),
         None if in_room && (name == "members.json" || name == "meta.json") => {
@@ -107,20 +111,7 @@ pub fn archive_lock_path(archive: &Path) -> PathBuf {
 /// may take a lock only of a strictly higher order than every lock it holds. Sidecars not in
 /// the table (a relay's, a newer tool's) get the highest order, 9: taken last, or alone.
 pub fn order_of(lock_path: &Path) -> u8 {
-    let name = lock_path
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    let parent = lock_path
-        .parent()
-        .and_then(Path::file_name)
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    let in_room = lock_path
-        .parent()
-        .and_then(Path::parent)
-        .and_then(Path::file_name)
-        .is_some_and(|n| n == "rooms");
+    let (name, parent, in_room) = name_parts(lock_path);
     match name.as_str() {
         "registry.json.lock" => 1,
         "members.lock" if in_room => 1,
