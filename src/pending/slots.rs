@@ -16,6 +16,10 @@ use crate::store::{self, BrokerRoot};
 /// in the same write. The inner result is the rule's answer: `Ok(pruned)` (how many expired
 /// slots were removed) or why the slot was refused (then the file is not rewritten).
 ///
+/// When no slot has expired, the rules are answered from the cached snapshot and the new
+/// record is spliced into the file's bytes ([`super::splice`]); otherwise the records are
+/// changed and the whole file rewritten.
+///
 /// # Errors
 /// Store errors (lock timeout after `lock_timeout`, an unreadable file, a failed write).
 pub fn open_slot(
@@ -26,12 +30,19 @@ pub fn open_slot(
     now: f64,
     lock_timeout: Duration,
 ) -> Result<std::result::Result<usize, AddRefused>> {
-    store::update_array_cached(&root.pending(), lock_timeout, true, cache, |records| {
-        Ok(match add_slot(records, slot, caps, now) {
-            Ok(pruned) => (Ok(pruned), true),
-            Err(refused) => (Err(refused), false),
-        })
-    })
+    store::update_array_spliced(
+        &root.pending(),
+        lock_timeout,
+        true,
+        cache,
+        |snap, bytes| super::splice::plan_open(snap, bytes, slot, caps, now),
+        |records| {
+            Ok(match add_slot(records, slot, caps, now) {
+                Ok(pruned) => (Ok(pruned), true),
+                Err(refused) => (Err(refused), false),
+            })
+        },
+    )
 }
 
 /// Re-evaluate a reply to `perm_id` from `replier_alias` under the pending file's lock and,

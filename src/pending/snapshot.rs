@@ -8,16 +8,32 @@ use std::path::Path;
 
 use serde_json::Value;
 
+use super::view::SlotView;
 use super::{evaluate_in, CheckKind, CheckOutcome, PendingSlot};
 use crate::error::Result;
 
-/// The records as read (newest first, records of any shape) and where each perm id is.
-#[derive(Debug, Default)]
+/// The records as read (newest first, records of any shape), where each perm id is, and a
+/// summary of the slots for the open path's rules ([`Snapshot::all_active_at`]).
+#[derive(Debug)]
 pub struct Snapshot {
     /// Every record of the file, in file order.
-    pub records: Vec<Value>,
-    /// perm id → indices into `records`, ascending.
+    records: Vec<Value>,
+    /// perm id → positions counted from the *end* of `records` (`len - 1 - index`), so that
+    /// adding the newest record at the front moves none of them; newest first.
     by_id: HashMap<String, Vec<usize>>,
+    /// How many records are slots (of c2c's shape, see [`SlotView`]).
+    slots: usize,
+    /// The earliest `expires_at` of a slot (`+inf` without slots, `-inf` when one is NaN).
+    earliest_expiry: f64,
+    /// Slots per requester alias, by the alias in ASCII lower case (aliases compare
+    /// case-insensitively: [`crate::ids::alias_eq`]).
+    per_alias: HashMap<String, usize>,
+}
+
+impl Default for Snapshot {
+    fn default() -> Snapshot {
+        Snapshot::of(Vec::new())
+    }
 }
 
 impl Snapshot {
@@ -32,13 +48,98 @@ impl Snapshot {
 
     /// The snapshot of a file holding exactly `records`.
     pub fn of(records: Vec<Value>) -> Snapshot {
-        let mut by_id: HashMap<String, Vec<usize>> = HashMap::with_capacity(records.len());
-        for (i, v) in records.iter().enumerate() {
-            if let Some(id) = v.get("perm_id").and_then(Value::as_str) {
-                by_id.entry(id.to_string()).or_default().push(i);
-            }
+        let mut snap = Snapshot {
+            records: Vec::with_capacity(records.len() + 1),
+            by_id: HashMap::with_capacity(records.len()),
+            slots: 0,
+            earliest_expiry: f64::INFINITY,
+            per_alias: HashMap::new(),
+        };
+        // Oldest first, each as the newest so far: the same bookkeeping as a new slot.
+        for v in records.into_iter().rev() {
+            snap.note(&v);
+            snap.records.push(v);
         }
-        Snapshot { records, by_id }
+        snap.records.reverse();
+        snap
+    }
+
+    /// Count `v` (about to become the record at the front) in the index and the summary.
+    fn note(&mut self, v: &Value) {
+        let from_end = self.records.len();
+        if let Some(id) = v.get("perm_id").and_then(Value::as_str) {
+            self.by_id.entry(id.to_string()).or_default().insert(0, from_end);
+        }
+        if let Some(view) = SlotView::of(v) {
+            self.slots += 1;
+            self.earliest_expiry = if view.expires_at.is_nan() {
+                f64::NEG_INFINITY
+            } else {
+                self.earliest_expiry.min(view.expires_at)
+            };
+            *self
+                .per_alias
+                .entry(view.requester_alias.to_ascii_lowercase())
+                .or_default() += 1;
+        }
+    }
+
+    /// Add `v` as the newest record (at the front), as a file with `v` spliced in first.
+    pub(crate) fn insert_newest(&mut self, v: Value) {
+        self.note(&v);
+        self.records.insert(0, v);
+    }
+
+    /// Every record, in file order (newest first).
+    pub fn records(&self) -> &[Value] {
+        &self.records
+    }
+
+    /// Whether every slot is active at `now` (epoch seconds): nothing for a write to prune,
+    /// and the counts below are the active counts.
+    pub(crate) fn all_active_at(&self, now: f64) -> bool {
+        self.earliest_expiry > now
+    }
+
+    /// How many records are slots.
+    pub(crate) fn slot_count(&self) -> usize {
+        self.slots
+    }
+
+    /// How many slots `alias` (case-insensitively) requested.
+    pub(crate) fn slots_of_alias(&self, alias: &str) -> usize {
+        self.per_alias
+            .get(&alias.to_ascii_lowercase())
+            .copied()
+            .unwrap_or(0)
+    }
+
+    /// Whether a slot (not merely a record) has `perm_id`.
+    pub(crate) fn has_slot(&self, perm_id: &str) -> bool {
+        self.with_id(perm_id)
+            .any(|(_, v)| SlotView::of(v).is_some_and(|s| s.perm_id == perm_id))
+    }
+
+    /// The records whose `perm_id` is `perm_id`, as `(index, record)` in file order.
+    fn with_id<'a>(&'a self, perm_id: &str) -> impl Iterator<Item = (usize, &'a Value)> + 'a {
+        let last = self.records.len().wrapping_sub(1);
+        self.by_id
+            .get(perm_id)
+            .map(Vec::as_slice)
+            .unwrap_or_default()
+            .iter()
+            .map(move |&k| (last - k, &self.records[last - k]))
+    }
+
+    /// Whether `other` holds the same records with the same index and summary (tests compare
+    /// a snapshot updated in place with one built from the records).
+    #[cfg(test)]
+    pub(crate) fn same_as(&self, other: &Snapshot) -> bool {
+        self.records == other.records
+            && self.by_id == other.by_id
+            && self.slots == other.slots
+            && self.earliest_expiry == other.earliest_expiry
+            && self.per_alias == other.per_alias
     }
 
     /// [`super::evaluate`] over this snapshot, looking only at the records with `perm_id`.
@@ -48,14 +149,7 @@ impl Snapshot {
         replier_alias: &str,
         now: f64,
     ) -> (CheckOutcome, CheckKind, Option<(usize, PendingSlot)>) {
-        let candidates = self
-            .by_id
-            .get(perm_id)
-            .map(Vec::as_slice)
-            .unwrap_or_default()
-            .iter()
-            .map(|&i| (i, &self.records[i]));
-        evaluate_in(candidates, perm_id, replier_alias, now)
+        evaluate_in(self.with_id(perm_id), perm_id, replier_alias, now)
     }
 }
 
