@@ -148,7 +148,7 @@ pub trait ArrayParse: Default {
     fn from_records(records: Vec<serde_json::Value>) -> Self;
 }
 
-impl<T: Default + Send + Sync + 'static> ParsedFileCache<T> {
+impl<T: Default> ParsedFileCache<T> {
     /// Make `parsed` the cached parse of the version of the file this process has just
     /// written to `path`: `written` is that version (opened for writing), `bytes` its
     /// content. The version is pinned by a *read-only* descriptor opened on `path` (see
@@ -174,7 +174,7 @@ impl<T: Default + Send + Sync + 'static> ParsedFileCache<T> {
             }),
         );
         drop(slot);
-        super::retire::retire(old);
+        discard(old);
     }
 
     /// [`ParsedFileCache::install`] for a version this process has just written by changing
@@ -182,7 +182,7 @@ impl<T: Default + Send + Sync + 'static> ParsedFileCache<T> {
     /// lock): when the cache still holds `expected` and nobody else holds its parse, `update`
     /// turns that parse into the new version's in place (no clone, no parse); otherwise the new
     /// version is parsed from `bytes` with `parse` (a failure empties the cache). The replaced
-    /// version's descriptor and bytes are dropped off this thread (`super::retire`).
+    /// version's descriptor is closed off this thread (`super::retire`).
     pub(crate) fn install_updated(
         &self,
         path: &Path,
@@ -202,7 +202,7 @@ impl<T: Default + Send + Sync + 'static> ParsedFileCache<T> {
         let old = slot.take();
         let Some((file, id)) = pinned else {
             drop(slot);
-            super::retire::retire(old);
+            discard(old);
             return;
         };
         let mut reused = None;
@@ -214,16 +214,13 @@ impl<T: Default + Send + Sync + 'static> ParsedFileCache<T> {
                 parsed: mut old_parsed,
                 ..
             } = old;
-            super::retire::retire((pin, old_bytes));
+            super::retire::retire(pin);
+            drop(old_bytes);
             if Some(old_id) == expected {
                 if let Some(t) = Arc::get_mut(&mut old_parsed) {
                     update(t);
                     reused = Some(old_parsed);
-                } else {
-                    super::retire::retire(old_parsed);
                 }
-            } else {
-                super::retire::retire(old_parsed);
             }
         }
         let parsed = match reused {
@@ -297,7 +294,7 @@ impl<T: Default + Send + Sync + 'static> ParsedFileCache<T> {
                 }
             }
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-                super::retire::retire(slot.take());
+                discard(slot.take());
                 return Ok(absent());
             }
             // A symlink, another file type or a failed stat: the read below reports it.
@@ -308,7 +305,7 @@ impl<T: Default + Send + Sync + 'static> ParsedFileCache<T> {
             .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         tracing::trace!(path = ?path, "parse cache: identity changed or not held, reading");
         let Some((file, meta, bytes)) = super::file::read_bytes_open(path)? else {
-            super::retire::retire(slot.take());
+            discard(slot.take());
             return Ok(absent());
         };
         let id = FileId::of(&meta);
@@ -330,8 +327,16 @@ impl<T: Default + Send + Sync + 'static> ParsedFileCache<T> {
         });
         let out = slot.as_ref().map(current).unwrap_or_else(absent);
         drop(slot);
-        super::retire::retire(old);
+        discard(old);
         Ok(out)
+    }
+}
+
+/// Drop a replaced version: its pinned descriptor is closed off this thread
+/// ([`super::retire`]), the rest here.
+fn discard<T>(old: Option<Cached<T>>) {
+    if let Some(mut c) = old {
+        super::retire::retire(c.pin.take());
     }
 }
 

@@ -95,7 +95,7 @@ pub fn try_lock(lock_path: &Path, timeout: std::time::Duration) -> Result<bool> 
 ///
 /// # Errors
 /// As [`update_array`].
-pub fn update_array_cached<T: cache::ArrayParse + Send + Sync + 'static, R>(
+pub fn update_array_cached<T: cache::ArrayParse, R>(
     path: &Path,
     lock_timeout: std::time::Duration,
     durable: bool,
@@ -142,7 +142,7 @@ pub enum Splice<R, U> {
 ///
 /// # Errors
 /// As [`update_array`].
-pub fn update_array_spliced<T: cache::ArrayParse + Send + Sync + 'static, R, U: FnOnce(&mut T)>(
+pub fn update_array_spliced<T: cache::ArrayParse, R, U: FnOnce(&mut T)>(
     path: &Path,
     lock_timeout: std::time::Duration,
     durable: bool,
