@@ -28,6 +28,11 @@ pub struct Snapshot {
     /// Slots per requester alias, by the alias in ASCII lower case (aliases compare
     /// case-insensitively: [`crate::ids::alias_eq`]).
     per_alias: HashMap<String, usize>,
+    /// Where each record is in the file's bytes, as `(start, end)` counted from the end of
+    /// the file (`len - offset`), so that splicing a record in or replacing one moves none of
+    /// the records after it; `None` until a splice needs them ([`Snapshot::spans_or_scan`]),
+    /// and for a snapshot built from records rather than bytes.
+    spans: Option<Vec<(usize, usize)>>,
 }
 
 impl Default for Snapshot {
@@ -54,6 +59,7 @@ impl Snapshot {
             slots: 0,
             earliest_expiry: f64::INFINITY,
             per_alias: HashMap::new(),
+            spans: None,
         };
         // Oldest first, each as the newest so far: the same bookkeeping as a new slot.
         for v in records.into_iter().rev() {
@@ -84,10 +90,64 @@ impl Snapshot {
         }
     }
 
-    /// Add `v` as the newest record (at the front), as a file with `v` spliced in first.
-    pub(crate) fn insert_newest(&mut self, v: Value) {
+    /// Add `v` as the newest record (at the front), as a file with `v` spliced in first;
+    /// `span` is where it now is (from the end of the new file).
+    pub(crate) fn insert_newest(&mut self, v: Value, span: (usize, usize)) {
         self.note(&v);
         self.records.insert(0, v);
+        if let Some(spans) = &mut self.spans {
+            spans.insert(0, span);
+        }
+    }
+
+    /// Replace record `i` by `v`, which differs from it in no field the index or summary
+    /// reads (a `resolved_at` stamp), spliced into the file as `len` bytes in its place.
+    /// `spans` are this snapshot's spans when it had none (scanned by the caller).
+    pub(crate) fn replace_unindexed(
+        &mut self,
+        i: usize,
+        v: Value,
+        len: usize,
+        spans: Option<Vec<(usize, usize)>>,
+    ) {
+        self.records[i] = v;
+        if self.spans.is_none() {
+            self.spans = spans;
+        }
+        if let Some(spans) = &mut self.spans {
+            let (start, end) = spans[i];
+            let old = start - end;
+            // records before `i` move by the change of length, as seen from the end
+            for s in &mut spans[..i] {
+                *s = ((s.0 + len) - old, (s.1 + len) - old);
+            }
+            spans[i] = (end + len, end);
+        }
+    }
+
+    /// The spans of the records (see the field), or, when this snapshot has none, scanned
+    /// from `bytes` (the file it was parsed from): `Err` then carries the scan, `None` when
+    /// the bytes do not scan as an array of as many values.
+    pub(crate) fn spans_or_scan(
+        &self,
+        bytes: &[u8],
+    ) -> Option<std::result::Result<&[(usize, usize)], Vec<(usize, usize)>>> {
+        if let Some(spans) = &self.spans {
+            return Some(Ok(spans));
+        }
+        let raws: Vec<&serde_json::value::RawValue> = serde_json::from_slice(bytes).ok()?;
+        if raws.len() != self.records.len() {
+            return None;
+        }
+        let base = bytes.as_ptr() as usize;
+        let len = bytes.len();
+        Some(Err(raws
+            .iter()
+            .map(|r| {
+                let start = r.get().as_ptr() as usize - base;
+                (len - start, len - start - r.get().len())
+            })
+            .collect()))
     }
 
     /// Every record, in file order (newest first).
@@ -140,6 +200,12 @@ impl Snapshot {
             && self.slots == other.slots
             && self.earliest_expiry == other.earliest_expiry
             && self.per_alias == other.per_alias
+    }
+
+    /// The spans this snapshot keeps (tests check them against a scan of the file).
+    #[cfg(test)]
+    pub(crate) fn kept_spans(&self) -> Option<&[(usize, usize)]> {
+        self.spans.as_deref()
     }
 
     /// [`super::evaluate`] over this snapshot, looking only at the records with `perm_id`.

@@ -153,9 +153,9 @@ fn the_splice_writes_what_the_full_path_writes_on_generated_files() {
 #[test]
 fn insert_first_edge_cases() {
     let rec = br#"{"a":1}"#;
-    assert_eq!(insert_first(b"[]", rec, true).unwrap(), br#"[{"a":1}]"#);
-    assert_eq!(insert_first(b" \n[ \t] \n", rec, true).unwrap(), b" \n[{\"a\":1} \t] \n");
-    assert_eq!(insert_first(b"[\n  2\n]", rec, false).unwrap(), b"[{\"a\":1},\n  2\n]");
+    assert_eq!(insert_first(b"[]", rec, true).unwrap().0, br#"[{"a":1}]"#);
+    assert_eq!(insert_first(b" \n[ \t] \n", rec, true).unwrap().0, b" \n[{\"a\":1} \t] \n");
+    assert_eq!(insert_first(b"[\n  2\n]", rec, false).unwrap().0, b"[{\"a\":1},\n  2\n]");
     assert!(insert_first(b"", rec, true).is_none());
     assert!(insert_first(b"  ", rec, true).is_none());
     assert!(insert_first(b"{}", rec, true).is_none());
@@ -188,4 +188,116 @@ fn the_c2c_fixture_takes_the_splice_while_its_slots_live_and_the_full_path_after
     assert_eq!(compare(&bytes, &dup, caps, before), Path::Done);
     // once one of c2c's slots has expired, the full path prunes it
     assert_eq!(compare(&bytes, &slot, caps, first_expiry), Path::Full);
+}
+
+/// The stamp of a check on both paths; returns which path the splice took.
+fn compare_stamp(bytes: &[u8], perm_id: &str, replier: &str, now: f64) -> Path {
+    let path = std::path::Path::new("pending_permissions.json");
+    let mut snap = Snapshot::parse(path, bytes).expect("generated files parse");
+    let mut full: Vec<Value> = snap.records().to_vec();
+    let full_out = crate::pending::slots::stamp_records(&mut full, perm_id, replier, now);
+    let ctx = || String::from_utf8_lossy(bytes).into_owned();
+    match plan_stamp(&snap, bytes, perm_id, replier, now) {
+        Splice::Full => {
+            assert!(!snap.all_active_at(now), "declined a file with nothing expired: {}", ctx());
+            Path::Full
+        }
+        Splice::Done(out) => {
+            assert_eq!(out, full_out, "{}", ctx());
+            assert!(!out.2);
+            Path::Done
+        }
+        Splice::Write { out, bytes: new, update } => {
+            assert_eq!(out, full_out, "{}", ctx());
+            assert!(out.2);
+            let parsed: Vec<Value> = serde_json::from_slice(&new).expect("splice is JSON");
+            assert_eq!(parsed, full, "{}", ctx());
+            update(&mut snap);
+            let reparsed = Snapshot::parse(path, &new).unwrap();
+            assert!(snap.same_as(&reparsed), "{}", ctx());
+            assert_eq!(snap.kept_spans().map(<[_]>::to_vec), scan(&new), "{}", ctx());
+            Path::Write
+        }
+    }
+}
+
+/// The spans of `bytes` as a fresh scan finds them.
+fn scan(bytes: &[u8]) -> Option<Vec<(usize, usize)>> {
+    let snap = Snapshot::parse(std::path::Path::new("p.json"), bytes).unwrap();
+    match snap.spans_or_scan(bytes)? {
+        Ok(_) => panic!("a parsed snapshot keeps no spans"),
+        Err(scanned) => Some(scanned),
+    }
+}
+
+#[test]
+fn the_stamp_splice_writes_what_the_full_path_writes_on_generated_files() {
+    let mut next = crate::testutil::xorshift(0x5ca1_ab1e_0dd5_eed5);
+    let mut taken = [0usize; 3];
+    for _ in 0..10000 {
+        let bytes = generate(&mut next);
+        let id = pick(&mut next, &["p0", "p1", "p2", "p\u{e9}", "p\"q", "p9"]);
+        let replier = pick(&mut next, &["boss", "BOSS", "req", "nobody"]);
+        taken[compare_stamp(&bytes, id, replier, NOW) as usize] += 1;
+    }
+    assert!(taken.iter().all(|&n| n > 100), "{taken:?}");
+}
+
+/// Opens and stamps chained as the cache sees them: each splice updates the one snapshot in
+/// place (spans included), each decline runs the full path and starts a fresh snapshot; after
+/// every step the snapshot is the parse of the file, and its spans are the file's.
+#[test]
+fn chained_splices_keep_the_cached_snapshot_equal_to_the_file() {
+    let mut next = crate::testutil::xorshift(0x0c4a_1ed5_917c_e5e5);
+    let path = std::path::Path::new("pending_permissions.json");
+    let mut splices = 0;
+    for round in 0..300 {
+        let mut bytes = generate(&mut next);
+        let mut snap = Snapshot::parse(path, &bytes).unwrap();
+        for step in 0..12 {
+            let id = format!("p{}", next() % 8);
+            let ctx = format!("round {round} step {step}: {}", String::from_utf8_lossy(&bytes));
+            if next() % 2 == 0 {
+                let slot = new_slot(&id, pick(&mut next, &["req", "x"]));
+                let caps = Caps { per_alias: 6, global: 20 };
+                match plan_open(&snap, &bytes, &slot, caps, NOW) {
+                    Splice::Write { bytes: new, update, .. } => {
+                        update(&mut snap);
+                        bytes = new;
+                        splices += 1;
+                    }
+                    Splice::Done(_) => {}
+                    Splice::Full => {
+                        let mut records = snap.records().to_vec();
+                        if add_slot(&mut records, &slot, caps, NOW).is_ok() {
+                            bytes = serde_json::to_vec(&records).unwrap();
+                            snap = Snapshot::of(records);
+                        }
+                    }
+                }
+            } else {
+                match plan_stamp(&snap, &bytes, &id, "boss", NOW) {
+                    Splice::Write { bytes: new, update, .. } => {
+                        update(&mut snap);
+                        bytes = new;
+                        splices += 1;
+                    }
+                    Splice::Done(_) => {}
+                    Splice::Full => {
+                        let mut records = snap.records().to_vec();
+                        let out = crate::pending::slots::stamp_records(&mut records, &id, "boss", NOW);
+                        if out.2 {
+                            bytes = serde_json::to_vec(&records).unwrap();
+                            snap = Snapshot::of(records);
+                        }
+                    }
+                }
+            }
+            assert!(snap.same_as(&Snapshot::parse(path, &bytes).unwrap()), "{ctx}");
+            if let Some(kept) = snap.kept_spans() {
+                assert_eq!(Some(kept.to_vec()), scan(&bytes), "{ctx}");
+            }
+        }
+    }
+    assert!(splices > 1000, "{splices}");
 }
