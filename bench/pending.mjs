@@ -4,8 +4,11 @@
 //
 // A/B: `PENDING_ADDONS=/path/a.node,/path/b.node node bench/pending.mjs` loads each addon and
 // interleaves them in one loop (floor, A, B, floor, A, B, …), each on its own root filled
-// alike, so the ratios of A and B are paired with the same floor samples. Without it, the
-// project's addon (`index.js`) is measured.
+// alike, so the ratios of A and B are paired with the same floor samples. Caution: the two
+// addons then share one process heap, and one's large allocations slow the other's (measured:
+// a 1,000-slot first check 0.17 ms alone, 2 ms interleaved with the old addon); for CPU
+// figures, run one addon per process, back to back (`PENDING_ADDONS=/path/a.node`). Without
+// it, the project's addon (`index.js`) is measured.
 // Options: PENDING_N (opens per size, default 100), PENDING_SIZES (default 10,100,1000),
 // BENCH_DIR (parent of the roots; default ~/.cache, a real disk where fsync costs).
 import fs from 'node:fs';

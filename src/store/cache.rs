@@ -57,7 +57,7 @@ pub(crate) struct Cached<T> {
     /// `rename`; none writes in place), and `TRUST_AGE_SECS` need not be waited for.
     /// `None` in tests that simulate an unpinned version.
     pub(crate) pin: Option<std::fs::File>,
-    bytes: Arc<[u8]>,
+    bytes: Arc<Vec<u8>>,
     parsed: Arc<T>,
 }
 
@@ -70,7 +70,7 @@ pub(crate) struct Current<T> {
     /// The parse.
     pub(crate) parsed: Arc<T>,
     /// The bytes it was parsed from.
-    pub(crate) bytes: Option<Arc<[u8]>>,
+    pub(crate) bytes: Option<Arc<Vec<u8>>>,
     /// The identity of the version read.
     pub(crate) id: Option<FileId>,
 }
@@ -169,7 +169,7 @@ impl<T: Default> ParsedFileCache<T> {
                 id,
                 checked_at: crate::time::now_secs(),
                 pin: Some(file),
-                bytes: bytes.into(),
+                bytes: Arc::new(bytes),
                 parsed: Arc::new(parsed),
             }),
         );
@@ -234,7 +234,7 @@ impl<T: Default> ParsedFileCache<T> {
             id,
             checked_at: crate::time::now_secs(),
             pin: Some(file),
-            bytes: bytes.into(),
+            bytes: Arc::new(bytes),
             parsed,
         });
     }
@@ -322,7 +322,7 @@ impl<T: Default> ParsedFileCache<T> {
             id,
             checked_at,
             pin: Some(file),
-            bytes: bytes.into(),
+            bytes: Arc::new(bytes),
             parsed: Arc::clone(&parsed),
         });
         let out = slot.as_ref().map(current).unwrap_or_else(absent);
