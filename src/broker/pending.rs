@@ -178,3 +178,6 @@ impl Broker {
 
 #[cfg(test)]
 mod tests;
+
+#[cfg(test)]
+mod splice_tests;

@@ -74,7 +74,10 @@ impl Snapshot {
     fn note(&mut self, v: &Value) {
         let from_end = self.records.len();
         if let Some(id) = v.get("perm_id").and_then(Value::as_str) {
-            self.by_id.entry(id.to_string()).or_default().insert(0, from_end);
+            self.by_id
+                .entry(id.to_string())
+                .or_default()
+                .insert(0, from_end);
         }
         if let Some(view) = SlotView::of(v) {
             self.slots += 1;

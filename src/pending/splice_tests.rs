@@ -41,7 +41,11 @@ fn compare(bytes: &[u8], slot: &PendingSlot, caps: Caps, now: f64) -> Path {
     match plan_open(&snap, bytes, slot, caps, now) {
         Splice::Full => {
             // declined only when something is to be pruned (or cannot be decided)
-            assert!(!snap.all_active_at(now), "declined a file with nothing expired: {}", ctx());
+            assert!(
+                !snap.all_active_at(now),
+                "declined a file with nothing expired: {}",
+                ctx()
+            );
             Path::Full
         }
         Splice::Done(out) => {
@@ -49,7 +53,11 @@ fn compare(bytes: &[u8], slot: &PendingSlot, caps: Caps, now: f64) -> Path {
             assert!(out.is_err());
             Path::Done
         }
-        Splice::Write { out, bytes: new, update } => {
+        Splice::Write {
+            out,
+            bytes: new,
+            update,
+        } => {
             assert_eq!(out, full_out, "{}", ctx());
             assert_eq!(out, Ok(0));
             // the new file parses to exactly the full path's records ...
@@ -154,8 +162,14 @@ fn the_splice_writes_what_the_full_path_writes_on_generated_files() {
 fn insert_first_edge_cases() {
     let rec = br#"{"a":1}"#;
     assert_eq!(insert_first(b"[]", rec, true).unwrap().0, br#"[{"a":1}]"#);
-    assert_eq!(insert_first(b" \n[ \t] \n", rec, true).unwrap().0, b" \n[{\"a\":1} \t] \n");
-    assert_eq!(insert_first(b"[\n  2\n]", rec, false).unwrap().0, b"[{\"a\":1},\n  2\n]");
+    assert_eq!(
+        insert_first(b" \n[ \t] \n", rec, true).unwrap().0,
+        b" \n[{\"a\":1} \t] \n"
+    );
+    assert_eq!(
+        insert_first(b"[\n  2\n]", rec, false).unwrap().0,
+        b"[{\"a\":1},\n  2\n]"
+    );
     assert!(insert_first(b"", rec, true).is_none());
     assert!(insert_first(b"  ", rec, true).is_none());
     assert!(insert_first(b"{}", rec, true).is_none());
@@ -199,7 +213,11 @@ fn compare_stamp(bytes: &[u8], perm_id: &str, replier: &str, now: f64) -> Path {
     let ctx = || String::from_utf8_lossy(bytes).into_owned();
     match plan_stamp(&snap, bytes, perm_id, replier, now) {
         Splice::Full => {
-            assert!(!snap.all_active_at(now), "declined a file with nothing expired: {}", ctx());
+            assert!(
+                !snap.all_active_at(now),
+                "declined a file with nothing expired: {}",
+                ctx()
+            );
             Path::Full
         }
         Splice::Done(out) => {
@@ -207,7 +225,11 @@ fn compare_stamp(bytes: &[u8], perm_id: &str, replier: &str, now: f64) -> Path {
             assert!(!out.2);
             Path::Done
         }
-        Splice::Write { out, bytes: new, update } => {
+        Splice::Write {
+            out,
+            bytes: new,
+            update,
+        } => {
             assert_eq!(out, full_out, "{}", ctx());
             assert!(out.2);
             let parsed: Vec<Value> = serde_json::from_slice(&new).expect("splice is JSON");
@@ -215,7 +237,12 @@ fn compare_stamp(bytes: &[u8], perm_id: &str, replier: &str, now: f64) -> Path {
             update(&mut snap);
             let reparsed = Snapshot::parse(path, &new).unwrap();
             assert!(snap.same_as(&reparsed), "{}", ctx());
-            assert_eq!(snap.kept_spans().map(<[_]>::to_vec), scan(&new), "{}", ctx());
+            assert_eq!(
+                snap.kept_spans().map(<[_]>::to_vec),
+                scan(&new),
+                "{}",
+                ctx()
+            );
             Path::Write
         }
     }
@@ -256,12 +283,20 @@ fn chained_splices_keep_the_cached_snapshot_equal_to_the_file() {
         let mut snap = Snapshot::parse(path, &bytes).unwrap();
         for step in 0..12 {
             let id = format!("p{}", next() % 8);
-            let ctx = format!("round {round} step {step}: {}", String::from_utf8_lossy(&bytes));
+            let ctx = format!(
+                "round {round} step {step}: {}",
+                String::from_utf8_lossy(&bytes)
+            );
             if next() % 2 == 0 {
                 let slot = new_slot(&id, pick(&mut next, &["req", "x"]));
-                let caps = Caps { per_alias: 6, global: 20 };
+                let caps = Caps {
+                    per_alias: 6,
+                    global: 20,
+                };
                 match plan_open(&snap, &bytes, &slot, caps, NOW) {
-                    Splice::Write { bytes: new, update, .. } => {
+                    Splice::Write {
+                        bytes: new, update, ..
+                    } => {
                         update(&mut snap);
                         bytes = new;
                         splices += 1;
@@ -277,7 +312,9 @@ fn chained_splices_keep_the_cached_snapshot_equal_to_the_file() {
                 }
             } else {
                 match plan_stamp(&snap, &bytes, &id, "boss", NOW) {
-                    Splice::Write { bytes: new, update, .. } => {
+                    Splice::Write {
+                        bytes: new, update, ..
+                    } => {
                         update(&mut snap);
                         bytes = new;
                         splices += 1;
@@ -285,7 +322,8 @@ fn chained_splices_keep_the_cached_snapshot_equal_to_the_file() {
                     Splice::Done(_) => {}
                     Splice::Full => {
                         let mut records = snap.records().to_vec();
-                        let out = crate::pending::slots::stamp_records(&mut records, &id, "boss", NOW);
+                        let out =
+                            crate::pending::slots::stamp_records(&mut records, &id, "boss", NOW);
                         if out.2 {
                             bytes = serde_json::to_vec(&records).unwrap();
                             snap = Snapshot::of(records);
@@ -293,7 +331,10 @@ fn chained_splices_keep_the_cached_snapshot_equal_to_the_file() {
                     }
                 }
             }
-            assert!(snap.same_as(&Snapshot::parse(path, &bytes).unwrap()), "{ctx}");
+            assert!(
+                snap.same_as(&Snapshot::parse(path, &bytes).unwrap()),
+                "{ctx}"
+            );
             if let Some(kept) = snap.kept_spans() {
                 assert_eq!(Some(kept.to_vec()), scan(&bytes), "{ctx}");
             }
