@@ -3,6 +3,7 @@
 //! only, so its cost does not grow with the number of slots (an unknown id at 1,000 slots
 //! was a scan of 1,000 records).
 
+use std::borrow::Cow;
 use std::collections::HashMap;
 use std::path::Path;
 
@@ -128,15 +129,12 @@ impl Snapshot {
         }
     }
 
-    /// The spans of the records (see the field), or, when this snapshot has none, scanned
-    /// from `bytes` (the file it was parsed from): `Err` then carries the scan, `None` when
-    /// the bytes do not scan as an array of as many values.
-    pub(crate) fn spans_or_scan(
-        &self,
-        bytes: &[u8],
-    ) -> Option<std::result::Result<&[(usize, usize)], Vec<(usize, usize)>>> {
+    /// The spans of the records (see the field; borrowed), or, when this snapshot has none,
+    /// scanned from `bytes`, the file it was parsed from (owned); `None` when the bytes do
+    /// not scan as an array of as many values.
+    pub(crate) fn spans_or_scan(&self, bytes: &[u8]) -> Option<Cow<'_, [(usize, usize)]>> {
         if let Some(spans) = &self.spans {
-            return Some(Ok(spans));
+            return Some(Cow::Borrowed(spans));
         }
         let raws: Vec<&serde_json::value::RawValue> = serde_json::from_slice(bytes).ok()?;
         if raws.len() != self.records.len() {
@@ -144,13 +142,14 @@ impl Snapshot {
         }
         let base = bytes.as_ptr() as usize;
         let len = bytes.len();
-        Some(Err(raws
-            .iter()
-            .map(|r| {
-                let start = r.get().as_ptr() as usize - base;
-                (len - start, len - start - r.get().len())
-            })
-            .collect()))
+        Some(Cow::Owned(
+            raws.iter()
+                .map(|r| {
+                    let start = r.get().as_ptr() as usize - base;
+                    (len - start, len - start - r.get().len())
+                })
+                .collect(),
+        ))
     }
 
     /// Every record, in file order (newest first).

@@ -125,16 +125,16 @@ pub(crate) fn plan_stamp(
     let Some(spans) = snap.spans_or_scan(bytes) else {
         return Splice::Full;
     };
-    let (start, end) = match &spans {
-        Ok(s) => s[i],
-        Err(s) => s[i],
-    };
+    let (start, end) = spans[i];
     let (start, end) = (bytes.len() - start, bytes.len() - end);
     let mut out = Vec::with_capacity(bytes.len() - (end - start) + record.len());
     out.extend_from_slice(&bytes[..start]);
     out.extend_from_slice(&record);
     out.extend_from_slice(&bytes[end..]);
-    let scanned = spans.err();
+    let scanned = match spans {
+        std::borrow::Cow::Owned(scanned) => Some(scanned),
+        std::borrow::Cow::Borrowed(_) => None,
+    };
     let len = record.len();
     Splice::Write {
         out: (outcome, kind, true),
