@@ -1,21 +1,20 @@
 // `npm run bench:memory`: the resident memory the plugin adds to an `opencode serve` process
 // with 1, 100 and 1,000 root sessions registered (OpenCode 1.18.33, the e2e harness).
 //
-// Three servers side by side, the same mock model and config but the plugins:
-// - P loads c2c-bridge (its own broker root) and the memory probe (bench/memory-probe-plugin.mjs);
-// - N loads only the probe;
-// - Z loads nothing (the figure of earlier rounds: P − Z, as Bun happens to leave it).
-// At each level all three get the same number of sessions (`POST /session`); we wait until P's
-// broker registry lists them all, let them settle, then take BENCH_MEMORY_SAMPLES rounds:
-// read VmRSS of P and Z ("raw"), ask the probe of P and of N for a full garbage collection of
-// Bun's JS heap, then read /proc/<pid>/smaps of P and N ("settled"). The probe also starts
-// Bun's HTTP client in P and N (one request to its own server), as in any OpenCode that has
-// called a model; Z's is started by a plain request too (POST /log does not, so see the note).
-// Figures are medians (and min–max) of the paired differences; "settled" P − N is the one the
-// goal is read on, split into the addon's mapped code, other mapped files (OpenCode's own
-// code pages touched for us), glibc's main heap, and other anonymous memory (Bun's heaps,
-// thread arenas and stacks). A benchmark: it asserts nothing. Writes bench/results-memory.json
-// (folded into bench/RESULTS.md by `npm run bench`).
+// Two servers side by side, the same mock model and config but the plugins: P loads
+// c2c-bridge (its own broker root) and the memory probe (bench/memory-probe-plugin.mjs), N only
+// the probe. The probe starts Bun's HTTP client in both (one request to its own server), as in
+// any OpenCode that has called a model, and runs a full garbage collection of Bun's JS heap on
+// request. At each level both get the same number of sessions (`POST /session`); we wait until
+// P's broker registry lists them all, let them settle 2 s, read RSS P − N once as Bun left it
+// ("uncollected"), then take BENCH_MEMORY_SAMPLES rounds: a full GC in both, then
+// /proc/<pid>/smaps of both ("settled"). Figures are medians (and min–max) of the paired
+// differences; the settled one is what the goal is read on, split into the addon's mapped
+// code, other mapped files (OpenCode's own code pages touched for us), glibc's main heap, and
+// other anonymous memory (Bun's heaps, thread arenas and stacks). Earlier rounds compared with
+// a server without any plugin and without collecting: see bench/NOTES.md "Memory" for what
+// that figure held. A benchmark: it asserts nothing. Writes bench/results-memory.json (folded
+// into bench/RESULTS.md by `npm run bench`).
 // Options: BENCH_MEMORY_LEVELS (default "1,100,1000"), BENCH_MEMORY_SAMPLES (default 5).
 import fs from 'node:fs';
 import os from 'node:os';
@@ -79,29 +78,23 @@ async function collect(dir) {
 }
 
 const mock = await startMockModel({ script: () => ({ text: 'ok' }) });
-let P, N, Z;
+let P, N;
 try {
-  [P, N, Z] = await Promise.all([
+  [P, N] = await Promise.all([
     startOpencode({ modelBaseURL: mock.baseURL('p'), plugins: [[PROBE, { dir: probeP }], [REPO_ROOT, { brokerRoot }]] }),
     startOpencode({ modelBaseURL: mock.baseURL('n'), plugins: [[PROBE, { dir: probeN }]] }),
-    startOpencode({ modelBaseURL: mock.baseURL('z'), plugins: [] }),
   ]);
-  const servers = [P, N, Z].map(client);
-  // Z has no probe to start Bun's HTTP client: the server answering one of its own requests
-  // is what a probe's fetch costs the other two on the server side.
-  const zCfg = await fetch(`${Z.url}/config?directory=${encodeURIComponent(Z.projectDir)}`);
-  await zCfg.arrayBuffer();
+  const servers = [P, N].map(client);
 
-  /** Settle, then `SAMPLES` rounds of raw (P − Z) and settled (after a full GC, P − N) figures. */
+  /** Settle; one uncollected P − N figure, then `SAMPLES` settled ones (each after a full GC in both). */
   const sample = async () => {
     await sleep(2000);
-    const raw = [];
+    const uncollected = rssMiB(P.pid) - rssMiB(N.pid);
     const settled = [];
     const parts = [];
     const jsHeap = [];
     const threads = [];
     for (let i = 0; i < SAMPLES; i++) {
-      raw.push(rssMiB(P.pid) - rssMiB(Z.pid));
       const [hp, hn] = await Promise.all([collect(probeP), collect(probeN)]);
       await sleep(300);
       const p = memParts(P.pid);
@@ -120,7 +113,7 @@ try {
     const part = (k) => median(parts.map((x) => x[k]));
     return {
       withPlugin: rssMiB(P.pid),
-      raw: spread(raw),
+      uncollected,
       settled: spread(settled),
       parts: { addon: part('addon'), files: part('files'), heap: part('heap'), anon: part('anon') },
       jsHeap: median(jsHeap),
@@ -135,12 +128,12 @@ try {
     `${f1(s.parts.addon)} / ${f1(s.parts.files)} / ${f1(s.parts.heap)} / ${f1(s.parts.anon)}`,
     f1(s.jsHeap),
     String(s.threads),
-    `${f1(s.raw.median)} (${f1(s.raw.min)}–${f1(s.raw.max)})`,
+    f1(s.uncollected),
     goal,
   ];
   const show = (label, s) =>
     console.log(
-      `  ${label}: settled +${f1(s.settled.median)} MiB (${f1(s.settled.min)}–${f1(s.settled.max)}; addon code ${f1(s.parts.addon)}, other files ${f1(s.parts.files)}, [heap] ${f1(s.parts.heap)}, anonymous ${f1(s.parts.anon)}; JS heap ${f1(s.jsHeap)}; threads +${s.threads}), raw vs bare +${f1(s.raw.median)} MiB`,
+      `  ${label}: settled +${f1(s.settled.median)} MiB (${f1(s.settled.min)}–${f1(s.settled.max)}; addon code ${f1(s.parts.addon)}, other files ${f1(s.parts.files)}, [heap] ${f1(s.parts.heap)}, anonymous ${f1(s.parts.anon)}; JS heap ${f1(s.jsHeap)}; threads +${s.threads}); uncollected ${f1(s.uncollected)} MiB`,
     );
   const base = await sample();
   levels.push({ sessions: 0, ...base });
@@ -152,7 +145,7 @@ try {
     while (made < level) {
       const batch = Math.min(10, level - made);
       await Promise.all(
-        Array.from({ length: batch }, (_, k) => Promise.all(servers.map((c, j) => c.createSession({ title: `${'pnz'[j]}${made + k}` })))),
+        Array.from({ length: batch }, (_, k) => Promise.all(servers.map((c, j) => c.createSession({ title: `${'pn'[j]}${made + k}` })))),
       );
       made += batch;
     }
@@ -172,13 +165,13 @@ try {
     'of which addon code / other files / [heap] / anonymous (MiB, medians)',
     'JS heap (MiB)',
     'threads',
-    'raw, vs a server without any plugin, not collected (MiB, as in earlier rounds)',
+    'uncollected (MiB: one sample as Bun left it, before the GCs)',
     'goal',
   ];
   const secs = ((Date.now() - started) / 1000).toFixed(1);
   console.log('\n' + textTable(header, rows) + `\ntotal ${secs} s`);
   const markdown = [
-    `RSS added to an \`opencode serve\` process (OpenCode 1.18.33) by the plugin, from \`npm run bench:memory\` (${new Date().toISOString()}, load average ${os.loadavg().map((x) => x.toFixed(2)).join(' / ')}): three servers side by side, the same sessions created in each. "Settled": the server with the plugin minus one with only the memory probe (bench/memory-probe-plugin.mjs), ${SAMPLES} paired samples each taken right after a full garbage collection of Bun's JS heap in both (\`Bun.gc(true)\`); both have Bun's HTTP client started, as any OpenCode that has called a model. Split by /proc/PID/smaps: the addon's mapped code, other mapped files (OpenCode's own code pages touched for us), glibc's main heap, other anonymous memory. "Raw": with the plugin minus a server with no plugin at all, not collected (the figure of earlier rounds; Bun collects when it likes).`,
+    `RSS added to an \`opencode serve\` process (OpenCode 1.18.33) by the plugin, from \`npm run bench:memory\` (${new Date().toISOString()}, load average ${os.loadavg().map((x) => x.toFixed(2)).join(' / ')}): two servers side by side, the same sessions created in each: the server with the plugin minus one with only the memory probe (bench/memory-probe-plugin.mjs). "Settled": ${SAMPLES} paired samples, each right after a full garbage collection of Bun's JS heap in both (\`Bun.gc(true)\`); both have Bun's HTTP client started, as any OpenCode that has called a model. Split by /proc/PID/smaps: the addon's mapped code, other mapped files (OpenCode's own code pages touched for us), glibc's main heap, other anonymous memory (Bun's heaps, thread stacks and arenas). "Uncollected": one sample as Bun left it (Bun collects when it likes; earlier rounds read only this, against a server without any plugin: see NOTES.md "Memory").`,
     '',
     mdTable(header, rows),
   ].join('\n');
@@ -188,7 +181,7 @@ try {
   );
   console.log('wrote bench/results-memory.json');
 } finally {
-  await Promise.allSettled([P?.stop(), N?.stop(), Z?.stop()]);
+  await Promise.allSettled([P?.stop(), N?.stop()]);
   await mock.stop();
   fs.rmSync(tmp, { recursive: true, force: true });
 }
