@@ -11,11 +11,14 @@
 // /proc/<pid>/smaps of both ("settled"). Figures are medians (and min–max) of the paired
 // differences; the settled one is what the goal is read on, split into the addon's mapped
 // code, other mapped files (OpenCode's own code pages touched for us), glibc's main heap, and
-// other anonymous memory (Bun's heaps, thread arenas and stacks). Earlier rounds compared with
+// other anonymous memory (Bun's heaps, thread arenas and stacks), and the growth since 0
+// sessions (two servers differ by ±2 MiB whatever the plugin does). Earlier rounds compared with
 // a server without any plugin and without collecting: see bench/NOTES.md "Memory" for what
 // that figure held. A benchmark: it asserts nothing. Writes bench/results-memory.json (folded
 // into bench/RESULTS.md by `npm run bench`).
-// Options: BENCH_MEMORY_LEVELS (default "1,100,1000"), BENCH_MEMORY_SAMPLES (default 5).
+// Options: BENCH_MEMORY_LEVELS (default "1,100,1000"), BENCH_MEMORY_SAMPLES (default 5),
+// BENCH_MEMORY_CONTROL=1 (P without c2c-bridge too: the difference two plugin-less servers show,
+// i.e. the noise floor; writes bench/results-memory-control.json instead).
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -27,6 +30,7 @@ import { memParts } from './memory-smaps.mjs';
 const HERE = path.dirname(fileURLToPath(import.meta.url));
 const LEVELS = (process.env.BENCH_MEMORY_LEVELS ?? '1,100,1000').split(',').map(Number);
 const SAMPLES = Math.max(1, Number(process.env.BENCH_MEMORY_SAMPLES ?? 5));
+const CONTROL = process.env.BENCH_MEMORY_CONTROL === '1';
 const GOAL_MIB_AT_100 = 10;
 const PROBE = path.join(HERE, 'memory-probe-plugin.mjs');
 const started = Date.now();
@@ -81,7 +85,7 @@ const mock = await startMockModel({ script: () => ({ text: 'ok' }) });
 let P, N;
 try {
   [P, N] = await Promise.all([
-    startOpencode({ modelBaseURL: mock.baseURL('p'), plugins: [[PROBE, { dir: probeP }], [REPO_ROOT, { brokerRoot }]] }),
+    startOpencode({ modelBaseURL: mock.baseURL('p'), plugins: [[PROBE, { dir: probeP }], ...(CONTROL ? [] : [[REPO_ROOT, { brokerRoot }]])] }),
     startOpencode({ modelBaseURL: mock.baseURL('n'), plugins: [[PROBE, { dir: probeN }]] }),
   ]);
   const servers = [P, N].map(client);
@@ -125,6 +129,7 @@ try {
   const row = (label, s, goal = '') => [
     label,
     `${f1(s.settled.median)} (${f1(s.settled.min)}–${f1(s.settled.max)})`,
+    levels.length > 1 ? f1(s.settled.median - levels[0].settled.median) : '',
     `${f1(s.parts.addon)} / ${f1(s.parts.files)} / ${f1(s.parts.heap)} / ${f1(s.parts.anon)}`,
     f1(s.jsHeap),
     String(s.threads),
@@ -150,8 +155,8 @@ try {
       made += batch;
     }
     const deadline = Date.now() + 180_000;
-    while (registered() < level && Date.now() < deadline) await sleep(100);
-    const regs = registered();
+    while (!CONTROL && registered() < level && Date.now() < deadline) await sleep(100);
+    const regs = CONTROL ? 0 : registered();
     const secondsToRegister = (Date.now() - t0) / 1000;
     const s = await sample();
     levels.push({ sessions: level, registered: regs, secondsToRegister, ...s });
@@ -162,6 +167,7 @@ try {
   const header = [
     'root sessions',
     'added by the plugin, settled (MiB: median (min–max) of paired samples after a full GC in both)',
+    'growth since 0 sessions (MiB, settled medians; steadier than the fixed part)',
     'of which addon code / other files / [heap] / anonymous (MiB, medians)',
     'JS heap (MiB)',
     'threads',
@@ -171,15 +177,15 @@ try {
   const secs = ((Date.now() - started) / 1000).toFixed(1);
   console.log('\n' + textTable(header, rows) + `\ntotal ${secs} s`);
   const markdown = [
-    `RSS added to an \`opencode serve\` process (OpenCode 1.18.33) by the plugin, from \`npm run bench:memory\` (${new Date().toISOString()}, load average ${os.loadavg().map((x) => x.toFixed(2)).join(' / ')}): two servers side by side, the same sessions created in each: the server with the plugin minus one with only the memory probe (bench/memory-probe-plugin.mjs). "Settled": ${SAMPLES} paired samples, each right after a full garbage collection of Bun's JS heap in both (\`Bun.gc(true)\`); both have Bun's HTTP client started, as any OpenCode that has called a model. Split by /proc/PID/smaps: the addon's mapped code, other mapped files (OpenCode's own code pages touched for us), glibc's main heap, other anonymous memory (Bun's heaps, thread stacks and arenas). "Uncollected": one sample as Bun left it (Bun collects when it likes; earlier rounds read only this, against a server without any plugin: see NOTES.md "Memory").`,
+    `RSS added to an \`opencode serve\` process (OpenCode 1.18.33) by the plugin, from \`npm run bench:memory\` (${new Date().toISOString()}, load average ${os.loadavg().map((x) => x.toFixed(2)).join(' / ')}): two servers side by side, the same sessions created in each: the server with the plugin minus one with only the memory probe (bench/memory-probe-plugin.mjs). "Settled": ${SAMPLES} paired samples, each right after a full garbage collection of Bun's JS heap in both (\`Bun.gc(true)\`); both have Bun's HTTP client started, as any OpenCode that has called a model. Split by /proc/PID/smaps: the addon's mapped code, other mapped files (OpenCode's own code pages touched for us), glibc's main heap, other anonymous memory (Bun's heaps, thread stacks and arenas). Two \`opencode serve\` processes differ by about ±2 MiB of anonymous memory whatever the plugin does, so the fixed part varies that much from run to run; the growth since 0 sessions is steadier. "Uncollected": one sample as Bun left it (Bun collects when it likes; earlier rounds read only this, against a server without any plugin: see NOTES.md "Memory").`,
     '',
     mdTable(header, rows),
   ].join('\n');
   fs.writeFileSync(
-    path.join(HERE, 'results-memory.json'),
+    path.join(HERE, CONTROL ? 'results-memory-control.json' : 'results-memory.json'),
     JSON.stringify({ generated: new Date().toISOString(), machine: M, samples: SAMPLES, levels, markdown }, null, 2) + '\n',
   );
-  console.log('wrote bench/results-memory.json');
+  console.log(`wrote bench/${CONTROL ? 'results-memory-control.json' : 'results-memory.json'}`);
 } finally {
   await Promise.allSettled([P?.stop(), N?.stop()]);
   await mock.stop();
