@@ -220,7 +220,7 @@ pub(crate) fn write_array_kept(
 /// that file over an existing one, so that an un-fsync'd replace leaves the old or the new
 /// file after a crash, never an empty one. Decided from the mount, cached per device:
 /// [`super::mounts::orders_data_before_rename`] (journalled ext3/ext4 with `data=ordered` or
-/// `data=journal` and `auto_da_alloc`, btrfs, tmpfs; anything else or unknown: `false`).
+/// `data=journal` and `auto_da_alloc`, tmpfs; anything else or unknown: `false`).
 pub(crate) fn orders_data_before_rename(dir: &Path) -> bool {
     super::mounts::orders_data_before_rename(dir)
 }
