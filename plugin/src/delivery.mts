@@ -25,6 +25,7 @@
  */
 import type { DeliverableMessage, InboxMessage } from "../../index.js";
 import type { Inject } from "./inject.mjs";
+import { mark } from "./trace.mjs";
 
 /** A message as the addon's inbox calls return it (`content` and `fromAlias` are untrusted). */
 export type PeerMessage = InboxMessage;
@@ -362,10 +363,12 @@ export class Delivery {
     const s = this.st(sessionId);
     if (s.running || this.stopped) return;
     s.running = true;
+    mark("b.flush", { sid: sessionId });
     try {
       // The gate runs on every wake-up, busy or not: it only sorts the inbox (held, refused,
       // checked permission replies) and injects nothing.
       const items = this.deps.gate(sessionId);
+      mark("b.gated", { sid: sessionId, n: items?.length ?? 0 });
       if (!items || items.length === 0) return;
       for (const item of items) {
         if (item.permissionReply && !s.advised.has(item.message.messageId)) {
