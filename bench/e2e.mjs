@@ -17,7 +17,8 @@
 // delivers the message (the acknowledgement included).
 // All clocks are this machine's wall clock in ms. A benchmark: it asserts nothing.
 // Writes bench/results-e2e.json (folded into bench/RESULTS.md by the next `npm run bench`).
-// Options: BENCH_E2E_SAMPLES (default 20 rounds), BENCH_E2E_QUICK=1 (3 rounds).
+// Options: BENCH_E2E_SAMPLES (default 20 rounds), BENCH_E2E_QUICK=1 (3 rounds),
+// BENCH_E2E_BROKER_PARENT (where the broker root goes; default the temp dir).
 import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
@@ -57,7 +58,11 @@ if (!fs.existsSync(dist) || fs.statSync(dist).mtimeMs < srcNewest) {
 }
 
 const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'c2c-bench-e2e-'));
-const brokerRoot = path.join(tmp, 'broker');
+// BENCH_E2E_BROKER_PARENT puts the broker root elsewhere (e.g. /dev/shm, a file system that
+// orders data before a rename: the inbox write then renames first); OpenCode's own files stay
+// in the temp dir. The file system used is printed and recorded.
+const brokerParent = process.env.BENCH_E2E_BROKER_PARENT ? fs.mkdtempSync(path.join(process.env.BENCH_E2E_BROKER_PARENT, 'c2c-bench-e2e-')) : tmp;
+const brokerRoot = path.join(brokerParent, 'broker');
 fs.mkdirSync(brokerRoot, { mode: 0o700 });
 const traceA = path.join(tmp, 'trace-a.jsonl');
 const traceB = path.join(tmp, 'trace-b.jsonl');
@@ -138,6 +143,7 @@ const cleanup = async () => {
   await Promise.allSettled([ocA?.stop(), ocB?.stop(), ocC?.stop()]);
   await mock.stop();
   fs.rmSync(tmp, { recursive: true, force: true });
+  if (brokerParent !== tmp) fs.rmSync(brokerParent, { recursive: true, force: true });
 };
 try {
   [ocA, ocB, ocC] = await Promise.all([
