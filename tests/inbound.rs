@@ -391,17 +391,31 @@ fn an_all_accepted_inbox_is_gated_without_its_lock() {
     a.send("bob", "two", &SendOptions::default()).unwrap();
     a.send("carol", "to hold", &SendOptions::default()).unwrap();
 
-    let sidecar = |sid: &str| c2c_bridge::store::lock::sidecar_path(&r.path.join(format!("{sid}.inbox.json")));
-    let held_b = c2c_bridge::store::LockGuard::acquire(&sidecar("ses_b"), Duration::from_secs(2)).unwrap();
+    let sidecar = |sid: &str| {
+        c2c_bridge::store::lock::sidecar_path(&r.path.join(format!("{sid}.inbox.json")))
+    };
+    let held_b =
+        c2c_bridge::store::LockGuard::acquire(&sidecar("ses_b"), Duration::from_secs(2)).unwrap();
     let g = b.gate_inbox().unwrap();
-    assert_eq!(g.deliver.iter().map(|m| m.content.as_str()).collect::<Vec<_>>(), ["one", "two"]);
+    assert_eq!(
+        g.deliver
+            .iter()
+            .map(|m| m.content.as_str())
+            .collect::<Vec<_>>(),
+        ["one", "two"]
+    );
     assert!(g.held.is_empty() && g.refused.is_empty());
     drop(held_b);
 
-    let held_c = c2c_bridge::store::LockGuard::acquire(&sidecar("ses_c"), Duration::from_secs(2)).unwrap();
+    let held_c =
+        c2c_bridge::store::LockGuard::acquire(&sidecar("ses_c"), Duration::from_secs(2)).unwrap();
     let err = c.gate_inbox().unwrap_err();
     assert_eq!(err.code(), ErrorCode::LockTimeout);
-    assert_eq!(c.held().unwrap().len(), 0, "nothing moved while the lock was held");
+    assert_eq!(
+        c.held().unwrap().len(),
+        0,
+        "nothing moved while the lock was held"
+    );
     drop(held_c);
     let g = c.gate_inbox().unwrap();
     assert_eq!(g.held.len(), 1);

@@ -692,12 +692,23 @@ mod tests {
         }
         for d in dirs {
             let p = d.path().join("s.inbox.json");
-            assert!(!write_array_rename_first(&p, &[serde_json::json!(1)]).unwrap(), "first write");
-            let first = write_array_rename_first(&p, &[serde_json::json!(1), serde_json::json!({"b": 2})]).unwrap();
+            assert!(
+                !write_array_rename_first(&p, &[serde_json::json!(1)]).unwrap(),
+                "first write"
+            );
+            let first =
+                write_array_rename_first(&p, &[serde_json::json!(1), serde_json::json!({"b": 2})])
+                    .unwrap();
             assert_eq!(first, orders_data_before_rename(d.path()));
             assert_eq!(std::fs::read(&p).unwrap(), br#"[1,{"b":2}]"#);
-            assert_eq!(std::fs::metadata(&p).unwrap().permissions().mode() & 0o777, 0o600);
-            let names: Vec<_> = std::fs::read_dir(d.path()).unwrap().map(|e| e.unwrap().file_name()).collect();
+            assert_eq!(
+                std::fs::metadata(&p).unwrap().permissions().mode() & 0o777,
+                0o600
+            );
+            let names: Vec<_> = std::fs::read_dir(d.path())
+                .unwrap()
+                .map(|e| e.unwrap().file_name())
+                .collect();
             assert_eq!(names, vec![std::ffi::OsString::from("s.inbox.json")]);
         }
     }

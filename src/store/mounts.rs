@@ -29,9 +29,7 @@
 //! longest mount point that prefixes the directory's canonical path. Answers are cached per
 //! device for the life of the process.
 
-use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::sync::{Mutex, OnceLock};
 
 /// One line of `/proc/self/mountinfo` (proc(5)), the fields this module needs.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -54,8 +52,13 @@ fn unescape(field: &str) -> String {
     let mut out = Vec::with_capacity(b.len());
     let mut i = 0;
     while i < b.len() {
-        if b[i] == b'\\' && i + 3 < b.len() && b[i + 1..i + 4].iter().all(|c| (b'0'..=b'7').contains(c)) {
-            let v = (b[i + 1] - b'0') as u32 * 64 + (b[i + 2] - b'0') as u32 * 8 + (b[i + 3] - b'0') as u32;
+        if b[i] == b'\\'
+            && i + 3 < b.len()
+            && b[i + 1..i + 4].iter().all(|c| (b'0'..=b'7').contains(c))
+        {
+            let v = (b[i + 1] - b'0') as u32 * 64
+                + (b[i + 2] - b'0') as u32 * 8
+                + (b[i + 3] - b'0') as u32;
             if let Ok(byte) = u8::try_from(v) {
                 out.push(byte);
                 i += 4;
@@ -89,13 +92,21 @@ pub(crate) fn parse_mountinfo_line(line: &str) -> Option<MountEntry> {
         mount_point: PathBuf::from(unescape(mount_point)),
         fstype: unescape(fstype),
         source: unescape(source),
-        super_options: super_options.split(',').filter(|o| !o.is_empty()).map(str::to_owned).collect(),
+        super_options: super_options
+            .split(',')
+            .filter(|o| !o.is_empty())
+            .map(str::to_owned)
+            .collect(),
     })
 }
 
 /// The mount holding `canonical` on device `dev`: the last entry with that device, else the
 /// entry with the longest mount point that is a prefix of `canonical` (path components).
-pub(crate) fn find_mount<'a>(entries: &'a [MountEntry], dev: (u32, u32), canonical: &Path) -> Option<&'a MountEntry> {
+pub(crate) fn find_mount<'a>(
+    entries: &'a [MountEntry],
+    dev: (u32, u32),
+    canonical: &Path,
+) -> Option<&'a MountEntry> {
     entries.iter().rev().find(|e| e.dev == dev).or_else(|| {
         entries
             .iter()
@@ -114,9 +125,17 @@ pub(crate) fn mount_orders_data(mount: &MountEntry, ext4_options: Option<&str>) 
             if mount.super_options.iter().any(|o| off(o)) {
                 return false;
             }
-            let Some(all) = ext4_options else { return false };
-            let opts: Vec<&str> = all.split(|c| c == '\n' || c == ',').map(str::trim).filter(|o| !o.is_empty()).collect();
-            let journalled = opts.iter().any(|o| *o == "data=ordered" || *o == "data=journal");
+            let Some(all) = ext4_options else {
+                return false;
+            };
+            let opts: Vec<&str> = all
+                .split(['\n', ','])
+                .map(str::trim)
+                .filter(|o| !o.is_empty())
+                .collect();
+            let journalled = opts
+                .iter()
+                .any(|o| *o == "data=ordered" || *o == "data=journal");
             journalled && opts.contains(&"auto_da_alloc") && !opts.iter().any(|o| off(o))
         }
         _ => false,
@@ -131,7 +150,11 @@ fn block_device_name(mount: &MountEntry) -> Option<String> {
     std::fs::read_link(format!("/sys/dev/block/{major}:{minor}"))
         .ok()
         .and_then(|p| p.file_name().map(|n| n.to_string_lossy().into_owned()))
-        .or_else(|| Path::new(&mount.source).file_name().map(|n| n.to_string_lossy().into_owned()))
+        .or_else(|| {
+            Path::new(&mount.source)
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+        })
         .filter(|n| !n.is_empty() && !n.contains('/') && n != "." && n != "..")
 }
 
@@ -141,9 +164,13 @@ fn block_device_name(mount: &MountEntry) -> Option<String> {
 pub(crate) fn orders_data_before_rename(dir: &Path) -> bool {
     #[cfg(any(target_os = "linux", target_os = "android"))]
     {
+        use std::collections::HashMap;
         use std::os::unix::fs::MetadataExt;
+        use std::sync::{Mutex, OnceLock};
         static CACHE: OnceLock<Mutex<HashMap<u64, bool>>> = OnceLock::new();
-        let Ok(meta) = std::fs::metadata(dir) else { return false };
+        let Ok(meta) = std::fs::metadata(dir) else {
+            return false;
+        };
         let dev = meta.dev();
         let cache = CACHE.get_or_init(|| Mutex::new(HashMap::new()));
         if let Some(v) = cache.lock().ok().and_then(|c| c.get(&dev).copied()) {
@@ -164,13 +191,23 @@ pub(crate) fn orders_data_before_rename(dir: &Path) -> bool {
 
 #[cfg(any(target_os = "linux", target_os = "android"))]
 fn decide_now(dir: &Path, dev: u64) -> bool {
-    let Ok(text) = std::fs::read_to_string("/proc/self/mountinfo") else { return false };
-    let Ok(canonical) = std::fs::canonicalize(dir) else { return false };
+    let Ok(text) = std::fs::read_to_string("/proc/self/mountinfo") else {
+        return false;
+    };
+    let Ok(canonical) = std::fs::canonicalize(dir) else {
+        return false;
+    };
     let entries: Vec<MountEntry> = text.lines().filter_map(parse_mountinfo_line).collect();
-    let dev = (nix::sys::stat::major(dev) as u32, nix::sys::stat::minor(dev) as u32);
-    let Some(mount) = find_mount(&entries, dev, &canonical) else { return false };
+    let dev = (
+        nix::sys::stat::major(dev) as u32,
+        nix::sys::stat::minor(dev) as u32,
+    );
+    let Some(mount) = find_mount(&entries, dev, &canonical) else {
+        return false;
+    };
     let ext4_options = match mount.fstype.as_str() {
-        "ext3" | "ext4" => block_device_name(mount).and_then(|n| std::fs::read_to_string(format!("/proc/fs/ext4/{n}/options")).ok()),
+        "ext3" | "ext4" => block_device_name(mount)
+            .and_then(|n| std::fs::read_to_string(format!("/proc/fs/ext4/{n}/options")).ok()),
         _ => None,
     };
     mount_orders_data(mount, ext4_options.as_deref())
@@ -193,8 +230,10 @@ mod tests {
 
     /// What `/proc/fs/ext4/<dev>/options` lists for a journalled ext4 with the defaults, and
     /// for one without a journal (no `data=` line: the kernel clears the data mode).
-    const EXT4_ORDERED: &str = "rw\ndelalloc\nbarrier\nauto_da_alloc\ndata=ordered\nerrors=continue\n";
-    const EXT4_NOJOURNAL: &str = "rw\nbsddf\ndelalloc\nnojournal_checksum\nbarrier\nauto_da_alloc\nerrors=continue\n";
+    const EXT4_ORDERED: &str =
+        "rw\ndelalloc\nbarrier\nauto_da_alloc\ndata=ordered\nerrors=continue\n";
+    const EXT4_NOJOURNAL: &str =
+        "rw\nbsddf\ndelalloc\nnojournal_checksum\nbarrier\nauto_da_alloc\nerrors=continue\n";
 
     fn entries() -> Vec<MountEntry> {
         SAMPLE.lines().filter_map(parse_mountinfo_line).collect()
@@ -219,13 +258,38 @@ mod tests {
     fn the_mount_is_found_by_device_then_by_longest_prefix() {
         let e = entries();
         // By device: the last of two mounts of 8:1 wins.
-        assert_eq!(find_mount(&e, (8, 1), Path::new("/anything")).unwrap().mount_point, PathBuf::from("/mnt/old2"));
+        assert_eq!(
+            find_mount(&e, (8, 1), Path::new("/anything"))
+                .unwrap()
+                .mount_point,
+            PathBuf::from("/mnt/old2")
+        );
         // An unknown device (a btrfs subvolume, say): the longest prefix.
-        assert_eq!(find_mount(&e, (0, 99), Path::new("/dev/shm/x/y")).unwrap().fstype, "tmpfs");
-        assert_eq!(find_mount(&e, (0, 99), Path::new("/home/u")).unwrap().fstype, "ext4");
-        assert_eq!(find_mount(&e, (0, 99), Path::new("/srv/with space/a")).unwrap().fstype, "btrfs");
+        assert_eq!(
+            find_mount(&e, (0, 99), Path::new("/dev/shm/x/y"))
+                .unwrap()
+                .fstype,
+            "tmpfs"
+        );
+        assert_eq!(
+            find_mount(&e, (0, 99), Path::new("/home/u"))
+                .unwrap()
+                .fstype,
+            "ext4"
+        );
+        assert_eq!(
+            find_mount(&e, (0, 99), Path::new("/srv/with space/a"))
+                .unwrap()
+                .fstype,
+            "btrfs"
+        );
         // A prefix by bytes is not a prefix by components.
-        assert_eq!(find_mount(&e, (0, 99), Path::new("/srv/xy")).unwrap().mount_point, PathBuf::from("/"));
+        assert_eq!(
+            find_mount(&e, (0, 99), Path::new("/srv/xy"))
+                .unwrap()
+                .mount_point,
+            PathBuf::from("/")
+        );
         assert!(find_mount(&[], (0, 1), Path::new("/")).is_none());
     }
 
@@ -235,12 +299,21 @@ mod tests {
         let by = |fs_dev: (u32, u32)| e.iter().rev().find(|m| m.dev == fs_dev).unwrap();
         // ext4 with the defaults (a journal, data=ordered, auto_da_alloc).
         assert!(mount_orders_data(by((254, 0)), Some(EXT4_ORDERED)));
-        assert!(mount_orders_data(by((254, 0)), Some("rw,data=journal,auto_da_alloc")));
+        assert!(mount_orders_data(
+            by((254, 0)),
+            Some("rw,data=journal,auto_da_alloc")
+        ));
         // ext4 without a journal, unreadable options, or auto_da_alloc off: no.
         assert!(!mount_orders_data(by((254, 0)), Some(EXT4_NOJOURNAL)));
         assert!(!mount_orders_data(by((254, 0)), None));
-        assert!(!mount_orders_data(by((254, 0)), Some("rw\ndata=ordered\nnoauto_da_alloc\n")));
-        assert!(!mount_orders_data(by((254, 0)), Some("rw\ndata=writeback\nauto_da_alloc\n")));
+        assert!(!mount_orders_data(
+            by((254, 0)),
+            Some("rw\ndata=ordered\nnoauto_da_alloc\n")
+        ));
+        assert!(!mount_orders_data(
+            by((254, 0)),
+            Some("rw\ndata=writeback\nauto_da_alloc\n")
+        ));
         // The mount's own super options say writeback / noauto_da_alloc: no, whatever else.
         assert!(!mount_orders_data(by((8, 2)), Some(EXT4_ORDERED)));
         assert!(!mount_orders_data(by((8, 3)), Some(EXT4_ORDERED)));
@@ -267,7 +340,14 @@ mod tests {
                 let shm_dev = std::fs::metadata("/dev/shm").unwrap().dev();
                 let text = std::fs::read_to_string("/proc/self/mountinfo").unwrap();
                 let e: Vec<MountEntry> = text.lines().filter_map(parse_mountinfo_line).collect();
-                let m = find_mount(&e, (nix::sys::stat::major(shm_dev) as u32, nix::sys::stat::minor(shm_dev) as u32), Path::new("/dev/shm"));
+                let m = find_mount(
+                    &e,
+                    (
+                        nix::sys::stat::major(shm_dev) as u32,
+                        nix::sys::stat::minor(shm_dev) as u32,
+                    ),
+                    Path::new("/dev/shm"),
+                );
                 if m.is_some_and(|m| m.fstype == "tmpfs") {
                     assert!(orders_data_before_rename(Path::new("/dev/shm")));
                 }
