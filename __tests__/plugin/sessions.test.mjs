@@ -104,10 +104,13 @@ describe('Sessions', () => {
     expect(sessions.startingFor(id)).toBeUndefined();
     expect(sessions.status(id, false)).toBe(true);
     expect(sessions.isBusy(id)).toBe(false);
-    // Our own injection's message: remembered, not counted as a new user message.
-    sessions.seenUserMessage(id, 'msg_2');
-    expect(sessions.turnStarting(id, 'msg_2')).toBe(false);
-    expect(sessions.isBusy(id)).toBe(false);
+    // Our own injection: the delivery counts it busy outright; its chat.message then marks the
+    // turn starting too (a stale idle is ignored until OpenCode confirms its loop).
+    sessions.setBusy(id, true);
+    expect(sessions.startingFor(id)).toBeUndefined();
+    expect(sessions.turnStarting(id, 'msg_2')).toBe(true);
+    expect(sessions.status(id, false)).toBe(false);
+    expect(sessions.isBusy(id)).toBe(true);
   });
 
   test('a user message that starts no loop (noReply) is settled by the server after the grace', async () => {

@@ -386,21 +386,17 @@ function startInstance(
     tool: tools,
     // A prompt the user typed (no part carries our peerMessage mark) resumes delivery paused
     // by a user abort.
-    // Also the earliest sign of a new turn: OpenCode 1.18.33 calls chat.message while it
-    // creates the user message, before its loop sets the session busy, so the session is
-    // counted busy from here (the busy race, issue 19; Sessions.turnStarting). Our own
-    // injection is already counted busy by the delivery; only its id is remembered.
+    // Also the earliest sign of a new turn, ours or the user's: OpenCode 1.18.33 calls
+    // chat.message while it creates the user message, before its loop sets the session busy,
+    // so the session is counted busy from here (the busy race, issue 19;
+    // Sessions.turnStarting).
     "chat.message": safe(logger, "chat.message", async (input, output) => {
       const sid = input?.sessionID;
       if (!sid) return;
-      const peer = (output?.parts ?? []).some((part) => isPeerPart(part));
       const id = (output?.message as { id?: unknown } | undefined)?.id;
-      if (peer) {
-        if (typeof id === "string") sessions.seenUserMessage(sid, id);
-        return;
-      }
       sessions.turnStarting(sid, typeof id === "string" ? id : undefined);
-      delivery.current?.resume(sid);
+      const peer = (output?.parts ?? []).some((part) => isPeerPart(part));
+      if (!peer) delivery.current?.resume(sid);
     }),
     "command.execute.before": safe(logger, "command.execute.before", async (cmd, output) => {
       if (cmd.command !== "peers" && cmd.command !== "peers-inbox") return;

@@ -223,19 +223,6 @@ export class Sessions {
   }
 
   /**
-   * Remember a user message id without changing the busy state (our own injection: the
-   * delivery counted the session busy before injecting), so its `message.updated` events do
-   * not count as a new user message.
-   */
-  seenUserMessage(sessionId: string, messageId: string): void {
-    const seen = this.userMessages.get(sessionId) ?? [];
-    if (seen.includes(messageId)) return;
-    seen.push(messageId);
-    if (seen.length > USER_IDS_KEPT) seen.shift();
-    this.userMessages.set(sessionId, seen);
-  }
-
-  /**
    * A status reported by OpenCode: a `session.status` / `session.idle` event, or (with
    * `fromServer`) the fallback timer's `GET /session/status`. Busy always applies and
    * confirms a starting turn. Idle does not apply while a turn is starting
