@@ -38,6 +38,7 @@ describe('the busy race in real OpenCode: a peer message never joins the user\'s
     mock = await startMockModel({
       script: (r) => {
         const text = r.lastUserText;
+        if (text.includes('[c2c-frame') && text.includes('QUEUED')) return { text: 'peer noted slowly.', delayMs: USER_TURN_MS };
         if (text.includes('[c2c-frame')) return { text: 'peer noted.' };
         if (text.includes('USER round')) return { text: 'user answered.', delayMs: USER_TURN_MS };
         return { text: 'ok.' };
@@ -128,4 +129,35 @@ describe('the busy race in real OpenCode: a peer message never joins the user\'s
     // proved nothing.
     expect(userFirst.length).toBeGreaterThanOrEqual(Math.ceil(ROUNDS / 2));
   }, 600_000);
+
+  test('queued peer messages: each is injected only after the previous one\'s turn ended', async () => {
+    // OpenCode publishes session.status idle and then session.idle; the first kicks the
+    // delivery, which injects; the second must not count as the end of the injected turn
+    // (it did before: the next message could be folded into the running peer turn, or the
+    // turn be taken for a stop and delivery paused).
+    const c = client(oc);
+    const s = await c.createSession({ title: 'queue' });
+    const reg = await waitFor(() => addon.listRegistrations(brokerRoot).find((r) => r.sessionId === s.id), { message: 'registration' });
+    await c.promptAsync(s.id, 'warm up');
+    await waitFor(async () => (await c.messages(s.id)).some((m) => m.info.role === 'assistant' && m.info.time?.completed), { message: 'warm-up answer' });
+    await c.waitIdle(s.id);
+    const ids = [1, 2, 3].map((n) => alice.send(reg.alias, `QUEUED ${n}`).messageId);
+    const msgs = await waitFor(
+      async () => {
+        const all = await c.messages(s.id);
+        const last = all.find((m) => m.parts.some((p) => p.metadata?.peerMessage?.messageId === ids[2]));
+        return last && all.some((m) => m.info.role === 'assistant' && m.info.parentID === last.info.id && m.info.time?.completed) ? all : false;
+      },
+      { message: 'all three answered', timeoutMs: 60_000 },
+    );
+    const peer = ids.map((id) => msgs.find((m) => m.parts.some((p) => p.metadata?.peerMessage?.messageId === id)));
+    for (let i = 0; i < 3; i++) {
+      const answers = msgs.filter((m) => m.info.role === 'assistant' && m.info.parentID === peer[i].info.id);
+      expect(answers.length, `peer message ${i + 1} has its own answer`).toBeGreaterThan(0);
+      if (i < 2) {
+        for (const a of answers) expect(a.info.time.completed, `peer message ${i + 2} stored while ${i + 1}'s turn ran`).toBeLessThanOrEqual(peer[i + 1].info.time.created);
+      }
+    }
+    expect(oc.logs()).not.toContain('peer delivery into it is paused');
+  }, 120_000);
 });

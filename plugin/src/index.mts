@@ -175,7 +175,10 @@ function startInstance(
         void client.tui?.showToast?.({ body: { title: "c2c-bridge", message: text, variant: item.permissionReply?.verified ? "info" : "warning" } })?.catch?.(() => {});
       },
       isBusy: (sid) => sessions.isBusy(sid),
-      setBusy: (sid, busy) => sessions.setBusy(sid, busy),
+      // The delivery's own injection starts a turn: busy, unconfirmed until OpenCode's busy
+      // status (the session.idle that follows the session.status idle it was kicked by is
+      // stale, not the end of the injected turn).
+      setBusy: (sid, busy) => (busy ? void sessions.turnStarting(sid) : sessions.setBusy(sid, false)),
       startingFor: (sid) => sessions.startingFor(sid),
       sessions: () => sessions.registered(),
       async injectedInTranscript(sid) {
