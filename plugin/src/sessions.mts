@@ -196,8 +196,8 @@ export class Sessions {
 
   /**
    * A user message for `sessionId` was seen in OpenCode's own process (the `chat.message` hook,
-   * or a `message.updated` of a user message not seen before): count the session busy from
-   * now, before OpenCode starts its loop. Why: OpenCode 1.18.33 calls `chat.message` inside
+   * or a `message.updated` of a user message not seen before), or the delivery is about to
+   * inject one (no id): count the session busy from now, before OpenCode starts its loop. Why: OpenCode 1.18.33 calls `chat.message` inside
    * `createUserMessage`, before the message is stored and before the loop sets the status to
    * busy, so this is earlier than any `session.status` event and than `GET /session/status`
    * (issue 19, the busy race: a peer message injected in that window is folded into the
