@@ -262,7 +262,7 @@ try {
     row('  send returned → B\'s watch callback (inotify → napi TSFN → B\'s JS loop)', S.wake),
     row('  B: watch callback → promptAsync called (no server round trip since issue 16)', S.gate),
     row('    watch callback → the delivery flush entered (microtask hop)', S.toFlush),
-    row('    the Rust inbound gate (gateInbox: inbox read under its lock, policy, framing)', S.gateCall),
+    row('    the Rust inbound gate (gateInbox: inbox read — lock-free when all accepted —, policy, framing)', S.gateCall),
     row('    gate returned → promptAsync called (dedup, busy check, part built)', S.afterGate),
     row('  B: our event hooks, synchronous time, promptAsync → SSE event (sum)', S.hookB),
     row('  (not ours) B: promptAsync called → 204 (OpenCode accepting the prompt)', S.accept),

@@ -2,6 +2,8 @@
 // A benchmark asserts nothing about time; these only measure and print.
 import { execFileSync } from 'node:child_process';
 import os from 'node:os';
+import fs from 'node:fs';
+import path from 'node:path';
 
 /** Sorted-sample statistics; `ms` values in, milliseconds out. */
 export function stats(samplesMs) {
@@ -35,6 +37,30 @@ export function measure(fn, { iterations = 200, warmup = 20, batch = 1, setup } 
   return stats(out);
 }
 
+/**
+ * The file system holding `dir`, as a benchmark reader needs it: the type from the mount
+ * table, and for ext3/ext4 whether it has a journal and the options that decide whether a
+ * replace may rename before its fsync (store::mounts: a journal in data=ordered/journal with
+ * auto_da_alloc). `stat -f` cannot tell ext2 from ext4, nor a journal-less ext4.
+ */
+function describeFs(dir, sh) {
+  const line = sh('findmnt', ['-n', '-o', 'FSTYPE,SOURCE', '--target', dir]);
+  const [type, source] = line.split(/\s+/);
+  if (!type || type === 'unknown') return sh('stat', ['-f', '-c', '%T', dir]);
+  if (type !== 'ext4' && type !== 'ext3') return type;
+  const dev = path.basename(source ?? '');
+  let options = '';
+  try {
+    options = fs.readFileSync(`/proc/fs/ext4/${dev}/options`, 'utf8');
+  } catch {
+    return `${type} (options unreadable)`;
+  }
+  const data = /^data=(\w+)/m.exec(options)?.[1];
+  const journal = data ? `journal, data=${data}` : 'no journal';
+  const ada = /^auto_da_alloc$/m.test(options) ? 'auto_da_alloc' : 'noauto_da_alloc';
+  return `${type} (${journal}, ${ada})`;
+}
+
 export function machine(rootDir) {
   const sh = (cmd, args) => {
     try {
@@ -48,7 +74,7 @@ export function machine(rootDir) {
     cores: cpus.length,
     cpu: cpus[0]?.model ?? 'unknown',
     kernel: `${os.type()} ${os.release()}`,
-    rootFs: sh('stat', ['-f', '-c', '%T', rootDir]),
+    rootFs: describeFs(rootDir, sh),
     rootDir,
     node: process.version,
     memGiB: +(os.totalmem() / 2 ** 30).toFixed(1),
