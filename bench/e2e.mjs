@@ -16,7 +16,8 @@
 // (split: the hop into the delivery queue, the Rust inbound gate, the rest), and the synchronous time of our event hook on B's main thread while OpenCode
 // delivers the message (the acknowledgement included).
 // All clocks are this machine's wall clock in ms. A benchmark: it asserts nothing.
-// Writes bench/results-e2e.json (folded into bench/RESULTS.md by the next `npm run bench`).
+// Writes bench/results-e2e.json, or bench/results-e2e-alt.json when BENCH_E2E_BROKER_PARENT is
+// set (both folded into bench/RESULTS.md by the next `npm run bench`).
 // Options: BENCH_E2E_SAMPLES (default 20 rounds), BENCH_E2E_QUICK=1 (3 rounds),
 // BENCH_E2E_BROKER_PARENT (where the broker root goes; default the temp dir).
 import { execFileSync } from 'node:child_process';
@@ -278,11 +279,13 @@ try {
     '',
     `The floor is measured in the same run: our client POSTs \`prompt_async\` to C (no plugin) and stamps the arrival of that part's \`message.part.updated\` on its SSE stream (sub-ms clock). The pipeline total uses the same SSE stamp on B. Our share comes from the plugin's marks (\`C2C_BRIDGE_TRACE\`, ids and times only). viaFor needed ${fetches} fetch(es) from OpenCode in all rounds. ${ANCHOR.name}: ${ANCHOR.text}.`,
   ].join('\n');
+  // A run with the broker root elsewhere is kept beside the default one (RESULTS.md shows both).
+  const outName = process.env.BENCH_E2E_BROKER_PARENT ? 'results-e2e-alt.json' : 'results-e2e.json';
   fs.writeFileSync(
-    path.join(HERE, 'results-e2e.json'),
+    path.join(HERE, outName),
     JSON.stringify({ generated: new Date().toISOString(), machine: M, samples: SAMPLES, anchor: ANCHOR, stats: S, viaFetches: fetches, load: os.loadavg(), raw: cols, markdown }, null, 2) + '\n',
   );
-  console.log('wrote bench/results-e2e.json');
+  console.log(`wrote bench/${outName}`);
 } finally {
   await cleanup();
 }

@@ -485,6 +485,8 @@ const notesPath = path.join(HERE, 'NOTES.md');
 const notes = fs.existsSync(notesPath) ? fs.readFileSync(notesPath, 'utf8') : '';
 const e2ePath = path.join(HERE, 'results-e2e.json');
 const e2e = fs.existsSync(e2ePath) ? JSON.parse(fs.readFileSync(e2ePath, 'utf8')) : null;
+const e2eAltPath = path.join(HERE, 'results-e2e-alt.json');
+const e2eAlt = fs.existsSync(e2eAltPath) ? JSON.parse(fs.readFileSync(e2eAltPath, 'utf8')) : null;
 const memPath = path.join(HERE, 'results-memory.json');
 const mem = fs.existsSync(memPath) ? JSON.parse(fs.readFileSync(memPath, 'utf8')) : null;
 const heapLine = memory.heap
@@ -523,6 +525,14 @@ const md = [
   '',
   e2e ? e2e.markdown : 'Not run yet: `npm run bench:e2e` writes bench/results-e2e.json, included here by the next `npm run bench`.',
   '',
+  ...(e2eAlt
+    ? [
+        `### The same with the broker root on ${e2eAlt.machine?.rootFs ?? 'another file system'} (\`BENCH_E2E_BROKER_PARENT\`)`,
+        '',
+        e2eAlt.markdown,
+        '',
+      ]
+    : []),
   notes,
 ].join('\n');
 fs.writeFileSync(path.join(HERE, 'RESULTS.md'), md);
