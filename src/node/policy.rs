@@ -143,8 +143,10 @@ impl JsPermissionGate {
             broker_root: options.broker_root.map(PathBuf::from),
             started_at_ms: options.started_at_ms,
         });
+        // The gate writes one line per decision for the life of the plugin instance: it keeps
+        // the log open (see `AuditLog::keep_open`).
         let (audit, audit_error) = match settings.audit_log() {
-            Ok(log) => (Some(log), None),
+            Ok(log) => (Some(log.keep_open()), None),
             Err(e) => (None, Some(e.to_string())),
         };
         let audit_path = audit
@@ -277,7 +279,7 @@ impl JsPermissionGate {
         if let Ok(log) = self.settings.audit_log() {
             self.audit_path = Some(log.path().to_string_lossy().into_owned());
             self.audit_error = None;
-            self.inner.set_audit(log);
+            self.inner.set_audit(log.keep_open());
         }
     }
 
