@@ -4,6 +4,8 @@
 
 use std::path::PathBuf;
 
+use napi::bindgen_prelude::{JsObjectValue, JsValue, Object, Unknown};
+use napi::ValueType;
 use napi_derive::napi;
 use serde_json::Value;
 
@@ -11,6 +13,7 @@ use super::error::{invalid_arg, to_js, JsCode};
 use crate::config;
 use crate::opencode::{self, FetchedMessage, FetchedSession, PermissionAsked};
 use crate::policy::engine::{self, GateDecision};
+use crate::policy::guardrail;
 use crate::policy::peer_permissions::PermissionEventKind;
 use napi::Result;
 
@@ -105,6 +108,69 @@ impl From<GateDecision> for PermissionDecision {
 
 fn now_ms() -> i64 {
     crate::time::now_ms()
+}
+
+/// A JS object that is not an array, as an [`Object`]; `None` for anything else.
+fn plain_object<'e>(v: &Unknown<'e>) -> napi::Result<Option<Object<'e>>> {
+    if v.get_type()? != ValueType::Object || v.is_array()? {
+        return Ok(None);
+    }
+    Ok(Some(v.coerce_to_object()?))
+}
+
+/// `obj[key]` converted whole (napi's JSON conversion, as a `Value` argument is), `None` when
+/// the property is absent or `undefined`.
+fn copy_value(obj: &Object<'_>, key: &str) -> napi::Result<Option<Value>> {
+    let v: Unknown<'_> = obj.get_named_property_unchecked(key)?;
+    if v.get_type()? == ValueType::Undefined {
+        return Ok(None);
+    }
+    Ok(Some(obj.get_named_property_unchecked::<Value>(key)?))
+}
+
+/// The listed keys of a plain object (each converted whole), `None` for anything else.
+fn copy_keys(v: &Unknown<'_>, keys: &[&str]) -> napi::Result<Option<Value>> {
+    let Some(obj) = plain_object(v)? else {
+        return Ok(None);
+    };
+    let mut out = serde_json::Map::new();
+    for key in keys {
+        if let Some(x) = copy_value(&obj, key)? {
+            out.insert((*key).to_string(), x);
+        }
+    }
+    Ok(Some(Value::Object(out)))
+}
+
+/// The request's [`opencode::REQUEST_FIELDS`], as [`opencode::project_request`] takes them from
+/// a `Value` (a nested field that is not a plain object becomes `null`); anything but a plain
+/// object becomes `null` (it decodes as malformed, as it did whole).
+fn copy_request(v: &Unknown<'_>) -> napi::Result<Value> {
+    let Some(obj) = plain_object(v)? else {
+        // decode reads nothing from a non-object: `null` decodes the same (malformed)
+        return Ok(Value::Null);
+    };
+    let mut out = serde_json::Map::new();
+    for (key, sub) in opencode::REQUEST_FIELDS {
+        let x = if sub.is_empty() {
+            copy_value(&obj, key)?
+        } else {
+            let n: Unknown<'_> = obj.get_named_property_unchecked(key)?;
+            match n.get_type()? {
+                ValueType::Undefined => None,
+                _ => Some(copy_keys(&n, sub)?.unwrap_or(Value::Null)),
+            }
+        };
+        if let Some(x) = x {
+            out.insert((*key).to_string(), x);
+        }
+    }
+    Ok(Value::Object(out))
+}
+
+/// A conversion error of `decide`'s arguments (a function or symbol where a value is read).
+fn napi_to_js(e: napi::Error) -> napi::Error<JsCode> {
+    invalid_arg(e.reason.clone())
 }
 
 /// One plugin instance's permission gate: feed it every OpenCode event, ask it about each
@@ -250,19 +316,28 @@ impl JsPermissionGate {
         catch_unwind,
         ts_args_type = "kind: 'asked' | 'v2', request: object, toolInput?: object | null"
     )]
+    ///
+    /// Only what the decision reads is copied out of JavaScript: the request's
+    /// [`opencode::REQUEST_FIELDS`] and the tool input's [`guardrail::TOOL_ARG_KEYS`] (an
+    /// edit's diff, a write's content are never converted). A tool input that is not an object
+    /// counts as unknown, as before.
     pub fn decide(
         &mut self,
         kind: String,
-        request: Value,
-        tool_input: Option<Value>,
+        request: Unknown<'_>,
+        tool_input: Option<Unknown<'_>>,
     ) -> Result<PermissionDecision, JsCode> {
         let Some(kind) = PermissionEventKind::parse(&kind) else {
             return Err(invalid_arg(format!(
                 "kind must be \"asked\" or \"v2\", not {kind:?}"
             )));
         };
+        let request = copy_request(&request).map_err(napi_to_js)?;
+        let tool_input = match tool_input {
+            Some(t) => copy_keys(&t, guardrail::TOOL_ARG_KEYS).map_err(napi_to_js)?,
+            None => None,
+        };
         self.retry_audit();
-        let tool_input = tool_input.filter(|v| !v.is_null());
         Ok(match PermissionAsked::decode(kind, &request) {
             Ok(request) => self.inner.decide(&request, tool_input.as_ref()),
             Err(malformed) => engine::GateDecision::malformed(&malformed),

@@ -42,7 +42,9 @@ mod message;
 mod permission;
 
 pub use message::{FetchedMessage, FetchedSession, Part, PartKind, SessionInfo, TaskRun, ToolPart};
-pub use permission::{MalformedPermission, PermissionAsked, PermissionEventKind};
+pub use permission::{
+    project_request, MalformedPermission, PermissionAsked, PermissionEventKind, REQUEST_FIELDS,
+};
 
 use serde_json::Value;
 

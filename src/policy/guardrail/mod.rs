@@ -62,6 +62,8 @@ pub(crate) mod programs;
 mod protect;
 mod tools;
 
+pub use self::tools::TOOL_ARG_KEYS;
+
 use std::cell::RefCell;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
