@@ -33,7 +33,7 @@ impl<'a> Checker<'a> {
         let kind = req.permission.as_str();
         let args = &req.args;
         let arg_str = |k: &str| arg(args, k).and_then(|v| v.as_str());
-        let start = match &self.session {
+        let start = match &self.roots.session {
             Some(s) => s.clone(),
             None => self.start_cwd(None)?,
         };
@@ -60,7 +60,7 @@ impl<'a> Checker<'a> {
                     Some(serde_json::Value::String(w)) => Some(w.as_str()),
                     Some(_) => return Err(unproven("bash: workdir is not a string")),
                 };
-                let start = match (workdir, &self.session) {
+                let start = match (workdir, &self.roots.session) {
                     (None, Some(s)) => s.clone(),
                     _ => self.start_cwd(workdir)?,
                 };
@@ -209,13 +209,13 @@ impl<'a> Checker<'a> {
             let Some(wt) = self.ctx.worktree.to_str() else {
                 return Err(self.hit("worktree is not UTF-8"));
             };
-            let Some(physical) = self.worktree.clone() else {
+            let Some(physical) = self.roots.worktree.clone() else {
                 return Err(self.hit("worktree cannot be resolved"));
             };
             let logical = lexfold(&[], wt);
             self.cwds = vec![Cwd { logical, physical }];
         } else {
-            self.cwds = match &self.session {
+            self.cwds = match &self.roots.session {
                 Some(s) => vec![s.clone()],
                 None => vec![self.start_cwd(None)?],
             };
