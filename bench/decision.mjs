@@ -3,8 +3,9 @@
 // in the same loop with a no-op napi call (the no-op's own p99 is what the machine adds: clock
 // reads, preemption, GC). Used by bench/run.mjs; also runs on its own:
 //
-//   node bench/decision.mjs [--quick] [iterations]
+//   node bench/decision.mjs [--quick] [--addon path/to/x.node] [iterations]
 //
+// (`--addon`: measure another build of the addon, e.g. an A/B against a saved copy.)
 // Times are reported, never asserted. Each figure carries min, median, p99, p99.9 and max.
 
 import fs from 'node:fs';
@@ -126,9 +127,10 @@ function fmtUs(ms) {
 // ---- standalone ------------------------------------------------------------------------------
 if (process.argv[1] && path.resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {
   const require = createRequire(import.meta.url);
-  const addon = require('../index.js');
+  const at = process.argv.indexOf('--addon');
+  const addon = at > 0 ? require(path.resolve(process.argv[at + 1])) : require('../index.js');
   const quick = process.argv.includes('--quick');
-  const n = Number(process.argv.slice(2).find((a) => /^\d+$/.test(a)) ?? (quick ? 1000 : 20_000));
+  const n = Number(process.argv.slice(2).find((a, k, all) => /^\d+$/.test(a) && all[k - 1] !== '--addon') ?? (quick ? 1000 : 20_000));
   const parent = process.env.BENCH_DIR ?? path.join(os.homedir(), '.cache');
   fs.mkdirSync(parent, { recursive: true });
   const base = fs.mkdtempSync(path.join(parent, 'c2c-bench-decision-'));
