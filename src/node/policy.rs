@@ -5,7 +5,7 @@
 use std::path::PathBuf;
 
 use napi::bindgen_prelude::{JsObjectValue, JsValue, Object, Unknown};
-use napi::ValueType;
+use napi::{Env, ValueType};
 use napi_derive::napi;
 use serde_json::Value;
 
@@ -118,47 +118,47 @@ fn plain_object<'e>(v: &Unknown<'e>) -> napi::Result<Option<Object<'e>>> {
     Ok(Some(v.coerce_to_object()?))
 }
 
-/// `obj[key]` converted whole (napi's JSON conversion, as a `Value` argument is), `None` when
-/// the property is absent or `undefined`.
-fn copy_value(obj: &Object<'_>, key: &str) -> napi::Result<Option<Value>> {
+/// `obj[key]` converted whole (napi's JSON conversion), `None` when the property is absent or
+/// `undefined`. One property lookup.
+fn copy_value(env: &Env, obj: &Object<'_>, key: &str) -> napi::Result<Option<Value>> {
     let v: Unknown<'_> = obj.get_named_property_unchecked(key)?;
     if v.get_type()? == ValueType::Undefined {
         return Ok(None);
     }
-    Ok(Some(obj.get_named_property_unchecked::<Value>(key)?))
+    Ok(Some(env.from_js_value(v)?))
 }
 
 /// The listed keys of a plain object (each converted whole), `None` for anything else.
-fn copy_keys(v: &Unknown<'_>, keys: &[&str]) -> napi::Result<Option<Value>> {
+fn copy_keys(env: &Env, v: &Unknown<'_>, keys: &[&str]) -> napi::Result<Option<Value>> {
     let Some(obj) = plain_object(v)? else {
         return Ok(None);
     };
     let mut out = serde_json::Map::new();
     for key in keys {
-        if let Some(x) = copy_value(&obj, key)? {
+        if let Some(x) = copy_value(env, &obj, key)? {
             out.insert((*key).to_string(), x);
         }
     }
     Ok(Some(Value::Object(out)))
 }
 
-/// The request's [`opencode::REQUEST_FIELDS`], as [`opencode::project_request`] takes them from
-/// a `Value` (a nested field that is not a plain object becomes `null`); anything but a plain
-/// object becomes `null` (it decodes as malformed, as it did whole).
-fn copy_request(v: &Unknown<'_>) -> napi::Result<Value> {
+/// The request's [`opencode::request_fields`], as [`opencode::project_request`] takes them
+/// from a `Value` (a nested field that is not a plain object becomes `null`); anything but a
+/// plain object becomes `null` (it decodes as malformed, as it did whole).
+fn copy_request(env: &Env, kind: PermissionEventKind, v: &Unknown<'_>) -> napi::Result<Value> {
     let Some(obj) = plain_object(v)? else {
         // decode reads nothing from a non-object: `null` decodes the same (malformed)
         return Ok(Value::Null);
     };
     let mut out = serde_json::Map::new();
-    for (key, sub) in opencode::REQUEST_FIELDS {
+    for (key, sub) in opencode::request_fields(kind) {
         let x = if sub.is_empty() {
-            copy_value(&obj, key)?
+            copy_value(env, &obj, key)?
         } else {
             let n: Unknown<'_> = obj.get_named_property_unchecked(key)?;
             match n.get_type()? {
                 ValueType::Undefined => None,
-                _ => Some(copy_keys(&n, sub)?.unwrap_or(Value::Null)),
+                _ => Some(copy_keys(env, &n, sub)?.unwrap_or(Value::Null)),
             }
         };
         if let Some(x) = x {
@@ -318,11 +318,12 @@ impl JsPermissionGate {
     )]
     ///
     /// Only what the decision reads is copied out of JavaScript: the request's
-    /// [`opencode::REQUEST_FIELDS`] and the tool input's [`guardrail::TOOL_ARG_KEYS`] (an
+    /// [`opencode::request_fields`] and the tool input's [`guardrail::TOOL_ARG_KEYS`] (an
     /// edit's diff, a write's content are never converted). A tool input that is not an object
     /// counts as unknown, as before.
     pub fn decide(
         &mut self,
+        env: Env,
         kind: String,
         request: Unknown<'_>,
         tool_input: Option<Unknown<'_>>,
@@ -332,9 +333,9 @@ impl JsPermissionGate {
                 "kind must be \"asked\" or \"v2\", not {kind:?}"
             )));
         };
-        let request = copy_request(&request).map_err(napi_to_js)?;
+        let request = copy_request(&env, kind, &request).map_err(napi_to_js)?;
         let tool_input = match tool_input {
-            Some(t) => copy_keys(&t, guardrail::TOOL_ARG_KEYS).map_err(napi_to_js)?,
+            Some(t) => copy_keys(&env, &t, guardrail::TOOL_ARG_KEYS).map_err(napi_to_js)?,
             None => None,
         };
         self.retry_audit();

@@ -43,7 +43,7 @@ mod permission;
 
 pub use message::{FetchedMessage, FetchedSession, Part, PartKind, SessionInfo, TaskRun, ToolPart};
 pub use permission::{
-    project_request, MalformedPermission, PermissionAsked, PermissionEventKind, REQUEST_FIELDS,
+    project_request, request_fields, MalformedPermission, PermissionAsked, PermissionEventKind,
 };
 
 use serde_json::Value;

@@ -73,27 +73,41 @@ pub struct MalformedPermission {
 /// [`PermissionAsked::decode`] reads: `(key, sub-keys)`; no sub-keys: the value is read whole.
 /// A caller may pass only these (the napi layer copies nothing else out of JavaScript, so an
 /// edit's `metadata.diff` is never converted); see [`project_request`].
-pub const REQUEST_FIELDS: &[(&str, &[&str])] = &[
-    ("id", &[]),
-    ("sessionID", &[]),
-    ("permission", &[]),
-    ("action", &[]),
-    ("patterns", &[]),
-    ("resources", &[]),
-    ("metadata", &["command", "filepath"]),
-    ("tool", &["messageID", "callID"]),
-    ("source", &["messageID", "callID"]),
-];
+pub fn request_fields(
+    kind: PermissionEventKind,
+) -> &'static [(&'static str, &'static [&'static str])] {
+    const META: &[&str] = &["command", "filepath"];
+    const TOOL: &[&str] = &["messageID", "callID"];
+    match kind {
+        PermissionEventKind::Asked => &[
+            ("id", &[]),
+            ("sessionID", &[]),
+            ("permission", &[]),
+            ("patterns", &[]),
+            ("metadata", META),
+            ("tool", TOOL),
+        ],
+        PermissionEventKind::V2Asked => &[
+            ("id", &[]),
+            ("sessionID", &[]),
+            ("action", &[]),
+            ("resources", &[]),
+            ("metadata", META),
+            ("source", TOOL),
+        ],
+    }
+}
 
-/// The part of `request` that [`PermissionAsked::decode`] reads ([`REQUEST_FIELDS`]): the same
-/// decode, whatever else the payload holds. A nested field that is not an object becomes
-/// `null` (decode reads nothing from it either). The reference for the napi layer's copy.
-pub fn project_request(request: &Value) -> Value {
+/// The part of `request` that [`PermissionAsked::decode`] reads for `kind`
+/// ([`request_fields`]): the same decode, whatever else the payload holds. A nested field that
+/// is not an object becomes `null` (decode reads nothing from it either). The reference for
+/// the napi layer's copy.
+pub fn project_request(kind: PermissionEventKind, request: &Value) -> Value {
     let Some(r) = request.as_object() else {
         return request.clone();
     };
     let mut out = serde_json::Map::new();
-    for (key, sub) in REQUEST_FIELDS {
+    for (key, sub) in request_fields(kind) {
         let Some(v) = r.get(*key) else { continue };
         let v = if sub.is_empty() {
             v.clone()

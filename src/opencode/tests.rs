@@ -324,7 +324,7 @@ fn times_int_float_or_nothing() {
     assert_eq!(ms(None), None);
 }
 
-/// Issue 16: the napi layer copies only `REQUEST_FIELDS` out of JavaScript; decoding that
+/// Issue 16: the napi layer copies only `request_fields(kind)` out of JavaScript; decoding that
 /// copy gives the same request (or the same malformed answer) as decoding the whole payload.
 #[test]
 fn a_request_projected_to_its_read_fields_decodes_the_same() {
@@ -351,14 +351,18 @@ fn a_request_projected_to_its_read_fields_decodes_the_same() {
     for p in &payloads {
         for kind in [PermissionEventKind::Asked, PermissionEventKind::V2Asked] {
             assert_eq!(
-                PermissionAsked::decode(kind, &project_request(p)),
+                PermissionAsked::decode(kind, &project_request(kind, p)),
                 PermissionAsked::decode(kind, p),
                 "{p}"
             );
         }
     }
     // nothing else is copied: the edit's diff and the unread keys are gone
-    let e = project_request(&payloads[1]);
+    let asked = PermissionEventKind::Asked;
+    let e = project_request(asked, &payloads[1]);
     assert!(e["metadata"].get("diff").is_none());
-    assert!(project_request(&payloads[0]).get("always").is_none());
+    assert!(project_request(asked, &payloads[0]).get("always").is_none());
+    assert!(project_request(asked, &payloads[2])
+        .get("resources")
+        .is_none());
 }
