@@ -24,6 +24,7 @@
 //! | `verdict` | `approval-verdict/<token>.json`: the host-local verdict side channel |
 //! | `log` | `broker.log`: c2c's audit lines |
 //! | `watch` | the shared inbox watcher (notify/inotify), one per root |
+//! | `heap` | giving the process's freed native heap back to the system after a registration (glibc `malloc_trim`) |
 //! | [`envelope`] | framing of peer text for a model (every frame the broker shows), permission-reply recognition |
 //! | [`opencode`] | the one decoder of OpenCode 1.18.33's wire JSON (events, messages, parts, sessions, permission requests) into typed facts, and the one "busy" rule; nothing else reads OpenCode's JSON |
 //! | [`provenance`] | the turn index and `parentID` walk (was this turn peer-triggered?) |
@@ -71,6 +72,7 @@ mod config;
 pub mod diagnostics;
 pub mod envelope;
 pub mod error;
+mod heap;
 mod held;
 pub mod ids;
 pub mod inbox;

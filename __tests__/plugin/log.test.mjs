@@ -2,7 +2,7 @@
 // (`C2C_BRIDGE_LOG`) reach OpenCode's log (`client.app.log`) through the plugin's logger, with
 // ERROR/WARN levels kept; unset, nothing is installed; a bad filter is one warning, never a
 // throw. The lines themselves are Rust's (tests/diagnostics.rs, __tests__/addon/diagnostics).
-import { afterAll, describe, expect, test } from 'vitest';
+import { afterAll, describe, expect, test, vi } from 'vitest';
 import { spawn, spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
@@ -96,6 +96,85 @@ describe('forwardDiagnostics', () => {
       addon.initDiagnostics('off');
       py.stdin.end();
       await waitExit(py);
+    }
+  });
+});
+
+// Covers plugin/src/log.mts `HostLog` (through createLogger): under `opencode serve` each
+// `client.app.log` is an HTTP request to OpenCode's own server, so lines go one request at a
+// time and lines that queue up meanwhile are joined per run of one level (bench:memory).
+describe('createLogger: lines to OpenCode go one request at a time', () => {
+  /** A fake client whose requests stay open until released. */
+  function gatedClient() {
+    const sent = [];
+    const open = [];
+    return {
+      sent,
+      release: () => open.shift()?.(),
+      client: { app: { log: ({ body }) => { sent.push(body); return new Promise((r) => open.push(r)); } } },
+    };
+  }
+  const tick = () => new Promise((r) => setTimeout(r, 0));
+
+  test('a burst is sent as one request per run of a level, in order; extra goes alone', async () => {
+    const g = gatedClient();
+    const logger = createLogger(g.client);
+    logger.ready();
+    logger.hostLog('info', 'a');
+    logger.hostLog('info', 'b');
+    logger.hostLog('info', 'c');
+    logger.hostLog('warn', 'd');
+    logger.log('info', 'e', { k: 1 });
+    logger.hostLog('info', 'f');
+    await tick();
+    expect(g.sent.map((b) => b.message)).toEqual(['a']);
+    for (let i = 0; i < 5; i++) {
+      g.release();
+      await tick();
+    }
+    expect(g.sent.map((b) => [b.level, b.message, b.extra])).toEqual([
+      ['info', 'a', undefined],
+      ['info', 'b\nc', undefined],
+      ['warn', 'd', undefined],
+      ['info', 'e', { k: 1 }],
+      ['info', 'f', undefined],
+    ]);
+    expect(g.sent.every((b) => b.service === 'c2c-bridge')).toBe(true);
+  });
+
+  test('lines beyond the queue bound are counted and the count is logged', async () => {
+    const g = gatedClient();
+    const logger = createLogger(g.client);
+    logger.ready();
+    for (let i = 0; i < 1 + 1000 + 7; i++) logger.hostLog('info', `line ${i}`);
+    for (let i = 0; i < 30; i++) {
+      g.release();
+      await tick();
+    }
+    const messages = g.sent.flatMap((b) => b.message.split('\n'));
+    expect(messages.filter((m) => m.startsWith('line '))).toHaveLength(1001);
+    expect(messages[1000]).toBe('line 1000');
+    expect(g.sent.at(-1)).toMatchObject({ level: 'warn' });
+    expect(g.sent.at(-1).message).toMatch(/^7 log line\(s\) were not sent/);
+  });
+
+  test('a request that never answers holds the next one back 5 s at most; a throwing client is survived', async () => {
+    vi.useFakeTimers();
+    try {
+      const g = gatedClient();
+      const logger = createLogger(g.client);
+      logger.ready();
+      logger.hostLog('info', 'stuck');
+      logger.hostLog('warn', 'next');
+      await vi.advanceTimersByTimeAsync(4900);
+      expect(g.sent.map((b) => b.message)).toEqual(['stuck']);
+      await vi.advanceTimersByTimeAsync(200);
+      expect(g.sent.map((b) => b.message)).toEqual(['stuck', 'next']);
+      const throwing = createLogger({ app: { log: () => { throw new Error('boom'); } } });
+      throwing.ready();
+      expect(() => { throwing.hostLog('info', 'x'); throwing.hostLog('info', 'y'); }).not.toThrow();
+    } finally {
+      vi.useRealTimers();
     }
   });
 });

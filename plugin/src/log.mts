@@ -1,7 +1,8 @@
 /**
  * Logging for the plugin: every line goes to stderr at once and to OpenCode's log through
  * `client.app.log`, which is only called once the plugin function has returned (calling the
- * server's own API earlier deadlocks the first request — OpenCode 1.18.33).
+ * server's own API earlier deadlocks the first request — OpenCode 1.18.33), one request at a
+ * time (lines that queue up meanwhile are joined: {@link HostLog}).
  */
 import type { Addon } from "./addon.mjs";
 import type { HostClient } from "./host.mjs";
@@ -20,20 +21,91 @@ export interface Logger {
 
 const SERVICE = "c2c-bridge";
 
+/** Lines that may wait for OpenCode's log; more are counted, and the count is logged. */
+const MAX_QUEUED = 1000;
+/** Lines joined into one `client.app.log` request at most. */
+const MAX_JOINED = 50;
+/** How long one `client.app.log` request may take before the next is sent anyway, ms. */
+const REQUEST_TIMEOUT_MS = 5000;
+
+type Body = { service: string; level: Level; message: string; extra?: Record<string, unknown> };
+
+/**
+ * Lines on their way to OpenCode's log: one `client.app.log` request at a time; the lines that
+ * queue up meanwhile go in one request per run of the same level (joined by newlines, at most
+ * {@link MAX_JOINED}; a line with `extra` goes alone), in order.
+ *
+ * Why: under `opencode serve` the plugin's client is a real HTTP client of the server
+ * (OpenCode 1.18.33 gives it the server's URL), so each line is an HTTP request to it. One
+ * request per line, all at once (100 sessions registering together: 100 requests) left
+ * ≈ 2 MiB more resident in the server after a full GC (bench:memory, NOTES "Memory").
+ * At most {@link MAX_QUEUED} lines wait; beyond that lines are counted and the count is logged
+ * once the queue drains (stderr has every `log` line regardless). Never throws.
+ */
+class HostLog {
+  private readonly queue: Body[] = [];
+  private sending = false;
+  private dropped = 0;
+
+  constructor(private readonly client: HostClient | undefined) {}
+
+  push(level: Level, message: string, extra?: Record<string, unknown>): void {
+    if (this.queue.length >= MAX_QUEUED) {
+      this.dropped += 1;
+      return;
+    }
+    this.queue.push({ service: SERVICE, level, message, ...(extra ? { extra } : {}) });
+    if (!this.sending) this.pump();
+  }
+
+  private pump(): void {
+    const body = this.next();
+    if (!body) {
+      this.sending = false;
+      return;
+    }
+    this.sending = true;
+    let request: Promise<unknown> | undefined;
+    try {
+      request = this.client?.app?.log({ body });
+    } catch {
+      // logging must never throw
+    }
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    const timeout = new Promise<void>((resolve) => {
+      timer = setTimeout(resolve, REQUEST_TIMEOUT_MS);
+      timer.unref?.();
+    });
+    void Promise.race([Promise.resolve(request).catch(() => {}), timeout]).then(() => {
+      clearTimeout(timer);
+      this.pump();
+    });
+  }
+
+  private next(): Body | undefined {
+    const first = this.queue.shift();
+    if (!first) {
+      if (this.dropped === 0) return undefined;
+      const n = this.dropped;
+      this.dropped = 0;
+      return { service: SERVICE, level: "warn", message: `${n} log line(s) were not sent to OpenCode's log: its log API did not keep up (stderr has them)` };
+    }
+    if (first.extra) return first;
+    const lines = [first.message];
+    while (lines.length < MAX_JOINED && this.queue[0] && this.queue[0].level === first.level && !this.queue[0].extra) {
+      lines.push((this.queue.shift() as Body).message);
+    }
+    return { ...first, message: lines.join("\n") };
+  }
+}
+
 /** Create a logger. `debug` lines go to stderr only when `C2C_BRIDGE_DEBUG` is set. */
 export function createLogger(client: HostClient | undefined): Logger {
   let ready = false;
   const backlog: Array<[Level, string, Record<string, unknown> | undefined]> = [];
   const debug = Boolean(process.env.C2C_BRIDGE_DEBUG);
-  const send = (level: Level, message: string, extra?: Record<string, unknown>) => {
-    try {
-      void client?.app
-        ?.log({ body: { service: SERVICE, level, message, ...(extra ? { extra } : {}) } })
-        ?.catch?.(() => {});
-    } catch {
-      // logging must never throw
-    }
-  };
+  const host = new HostLog(client);
+  const send = (level: Level, message: string, extra?: Record<string, unknown>) => host.push(level, message, extra);
   return {
     log(level, message, extra) {
       if (level !== "debug" || debug) {

@@ -480,7 +480,7 @@ impl Broker {
         let now = crate::time::now_secs();
         let has_slots = self.pending_snapshot().map(|slots| {
             slots
-                .records
+                .records()
                 .iter()
                 .filter_map(crate::pending::PendingSlot::from_value)
                 .any(|s| s.requester_session_id == self.session_id && s.is_active(now))

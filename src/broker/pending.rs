@@ -149,6 +149,9 @@ impl Broker {
         // writes nothing but the audit line.
         let snapshot = self.pending_snapshot()?;
         let (mut outcome, mut kind, found) = snapshot.evaluate(perm_id, &own.alias, now);
+        // Let go of the snapshot before a stamp: the write can then update the cached parse
+        // in place instead of parsing the new version.
+        drop(snapshot);
         let mut stamped = false;
         if kind == CheckKind::Valid && found.is_some_and(|(_, s)| s.resolved_at.is_none()) {
             // Re-evaluate under the lock: the slot may have been stamped, removed or expired
@@ -175,3 +178,6 @@ impl Broker {
 
 #[cfg(test)]
 mod tests;
+
+#[cfg(test)]
+mod splice_tests;

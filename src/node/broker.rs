@@ -106,7 +106,11 @@ impl JsBroker {
         }
         .apply(&mut opts)
         .map_err(to_js)?;
-        let inner = core::Broker::open(opts).map_err(to_js)?;
+        let inner = core::Broker::open(opts);
+        // The registration's parse and rewrite of registry.json are freed by now; give their
+        // pages back (glibc keeps them otherwise: crate::heap).
+        crate::heap::release_free_memory();
+        let inner = inner.map_err(to_js)?;
         Ok(JsBroker {
             inner: Arc::new(inner),
         })

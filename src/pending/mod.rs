@@ -35,6 +35,7 @@ use crate::ids::{alias_eq, validate_alias};
 
 mod slots;
 mod snapshot;
+mod splice;
 mod view;
 pub use slots::{open_slot, stamp_valid_check};
 pub use snapshot::Snapshot;

@@ -57,8 +57,22 @@ pub(crate) struct Cached<T> {
     /// `rename`; none writes in place), and `TRUST_AGE_SECS` need not be waited for.
     /// `None` in tests that simulate an unpinned version.
     pub(crate) pin: Option<std::fs::File>,
-    bytes: Vec<u8>,
+    bytes: Arc<Vec<u8>>,
     parsed: Arc<T>,
+}
+
+/// The current version of a file as [`ParsedFileCache::load_current`] found it: its parse,
+/// its exact bytes and its identity (`None` for both when the file is absent). Under the
+/// file's lock this is the file as it is, so a writer may build the next version from these
+/// bytes (`crate::pending` splices a new slot into them).
+#[derive(Debug)]
+pub(crate) struct Current<T> {
+    /// The parse.
+    pub(crate) parsed: Arc<T>,
+    /// The bytes it was parsed from.
+    pub(crate) bytes: Option<Arc<Vec<u8>>>,
+    /// The identity of the version read.
+    pub(crate) id: Option<FileId>,
 }
 
 /// A cache of one parsed store file (`registry.json`, `pending_permissions.json`).
@@ -149,12 +163,79 @@ impl<T: Default> ParsedFileCache<T> {
             (Some(id) == written_id).then_some((f, id))
         });
         let mut slot = self.slot.lock().unwrap_or_else(|p| p.into_inner());
-        *slot = pinned.map(|(file, id)| Cached {
+        let old = std::mem::replace(
+            &mut *slot,
+            pinned.map(|(file, id)| Cached {
+                id,
+                checked_at: crate::time::now_secs(),
+                pin: Some(file),
+                bytes: Arc::new(bytes),
+                parsed: Arc::new(parsed),
+            }),
+        );
+        drop(slot);
+        discard(old);
+    }
+
+    /// [`ParsedFileCache::install`] for a version this process has just written by changing
+    /// the version `expected` (found by [`ParsedFileCache::load_current`] under the file's
+    /// lock): when the cache still holds `expected` and nobody else holds its parse, `update`
+    /// turns that parse into the new version's in place (no clone, no parse); otherwise the new
+    /// version is parsed from `bytes` with `parse` (a failure empties the cache). The replaced
+    /// version's descriptor is closed off this thread (`super::retire`).
+    pub(crate) fn install_updated(
+        &self,
+        path: &Path,
+        written: std::fs::File,
+        bytes: Vec<u8>,
+        expected: Option<FileId>,
+        update: impl FnOnce(&mut T),
+        parse: impl FnOnce(&Path, &[u8]) -> Result<T>,
+    ) {
+        let written_id = written.metadata().ok().map(|m| FileId::of(&m));
+        drop(written);
+        let pinned = super::file::open_read_nofollow(path).ok().and_then(|f| {
+            let id = f.metadata().ok().map(|m| FileId::of(&m))?;
+            (Some(id) == written_id).then_some((f, id))
+        });
+        let mut slot = self.slot.lock().unwrap_or_else(|p| p.into_inner());
+        let old = slot.take();
+        let Some((file, id)) = pinned else {
+            drop(slot);
+            discard(old);
+            return;
+        };
+        let mut reused = None;
+        if let Some(old) = old {
+            let Cached {
+                id: old_id,
+                pin,
+                bytes: old_bytes,
+                parsed: mut old_parsed,
+                ..
+            } = old;
+            super::retire::retire(pin);
+            drop(old_bytes);
+            if Some(old_id) == expected {
+                if let Some(t) = Arc::get_mut(&mut old_parsed) {
+                    update(t);
+                    reused = Some(old_parsed);
+                }
+            }
+        }
+        let parsed = match reused {
+            Some(p) => p,
+            None => match parse(path, &bytes) {
+                Ok(t) => Arc::new(t),
+                Err(_) => return,
+            },
+        };
+        *slot = Some(Cached {
             id,
             checked_at: crate::time::now_secs(),
             pin: Some(file),
-            bytes,
-            parsed: Arc::new(parsed),
+            bytes: Arc::new(bytes),
+            parsed,
         });
     }
 
@@ -178,7 +259,29 @@ impl<T: Default> ParsedFileCache<T> {
         path: &Path,
         parse: impl FnOnce(&Path, &[u8]) -> Result<T>,
     ) -> Result<Arc<T>> {
+        self.load_current(path, parse).map(|c| c.parsed)
+    }
+
+    /// [`ParsedFileCache::load`], also returning the bytes and identity of the version.
+    ///
+    /// # Errors
+    /// As [`ParsedFileCache::load`].
+    pub(crate) fn load_current(
+        &self,
+        path: &Path,
+        parse: impl FnOnce(&Path, &[u8]) -> Result<T>,
+    ) -> Result<Current<T>> {
+        let absent = || Current {
+            parsed: Arc::new(T::default()),
+            bytes: None,
+            id: None,
+        };
         let mut slot = self.slot.lock().unwrap_or_else(|p| p.into_inner());
+        let current = |c: &Cached<T>| Current {
+            parsed: Arc::clone(&c.parsed),
+            bytes: Some(Arc::clone(&c.bytes)),
+            id: Some(c.id),
+        };
         match std::fs::symlink_metadata(path) {
             Ok(m) if m.file_type().is_file() => {
                 if let Some(c) = slot.as_ref() {
@@ -186,13 +289,13 @@ impl<T: Default> ParsedFileCache<T> {
                     if c.id == id
                         && (c.pin.is_some() || id.changed_at() + TRUST_AGE_SECS <= c.checked_at)
                     {
-                        return Ok(Arc::clone(&c.parsed));
+                        return Ok(current(c));
                     }
                 }
             }
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-                *slot = None;
-                return Ok(Arc::new(T::default()));
+                discard(slot.take());
+                return Ok(absent());
             }
             // A symlink, another file type or a failed stat: the read below reports it.
             _ => {}
@@ -202,27 +305,38 @@ impl<T: Default> ParsedFileCache<T> {
             .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         tracing::trace!(path = ?path, "parse cache: identity changed or not held, reading");
         let Some((file, meta, bytes)) = super::file::read_bytes_open(path)? else {
-            *slot = None;
-            return Ok(Arc::new(T::default()));
+            discard(slot.take());
+            return Ok(absent());
         };
         let id = FileId::of(&meta);
         let checked_at = crate::time::now_secs();
-        if let Some(c) = slot.as_mut().filter(|c| c.bytes == bytes) {
+        if let Some(c) = slot.as_mut().filter(|c| *c.bytes == *bytes) {
             c.id = id;
             c.checked_at = checked_at;
-            c.pin = Some(file);
-            return Ok(Arc::clone(&c.parsed));
+            super::retire::retire(c.pin.replace(file));
+            return Ok(current(c));
         }
         tracing::debug!(path = ?path, bytes = bytes.len(), "parse cache miss: parsing");
         let parsed = Arc::new(parse(path, &bytes)?);
-        *slot = Some(Cached {
+        let old = slot.replace(Cached {
             id,
             checked_at,
             pin: Some(file),
-            bytes,
+            bytes: Arc::new(bytes),
             parsed: Arc::clone(&parsed),
         });
-        Ok(parsed)
+        let out = slot.as_ref().map(current).unwrap_or_else(absent);
+        drop(slot);
+        discard(old);
+        Ok(out)
+    }
+}
+
+/// Drop a replaced version: its pinned descriptor is closed off this thread
+/// ([`super::retire`]), the rest here.
+fn discard<T>(old: Option<Cached<T>>) {
+    if let Some(mut c) = old {
+        super::retire::retire(c.pin.take());
     }
 }
 

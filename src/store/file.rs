@@ -208,12 +208,23 @@ pub(crate) fn write_array_kept(
     durable: bool,
 ) -> Result<(File, Vec<u8>)> {
     let bytes = serde_json::to_vec(records).map_err(|e| Error::io(path, e.into()))?;
+    let file = write_bytes_kept(path, &bytes, durable)?;
+    Ok((file, bytes))
+}
+
+/// [`write_array_kept`] for a document already serialised: replace `path` with `bytes`
+/// (which the caller has made a JSON array), durably or not, and return the new file still
+/// open.
+///
+/// # Errors
+/// [`Error::Io`] naming the file that failed.
+pub(crate) fn write_bytes_kept(path: &Path, bytes: &[u8], durable: bool) -> Result<File> {
     let dir = path.parent().unwrap_or(Path::new("."));
-    let file = replace_file(path, &bytes, durable || !orders_data_before_rename(dir))?;
+    let file = replace_file(path, bytes, durable || !orders_data_before_rename(dir))?;
     if durable {
         sync_dir(dir)?;
     }
-    Ok((file, bytes))
+    Ok(file)
 }
 
 /// Whether the file system of `dir` writes a file's data before it commits a `rename` of

@@ -16,6 +16,7 @@ pub mod cache;
 pub mod file;
 pub mod lock;
 pub mod records;
+mod retire;
 pub mod root;
 
 use std::path::Path;
@@ -101,11 +102,72 @@ pub fn update_array_cached<T: cache::ArrayParse, R>(
     cache: &cache::ParsedFileCache<T>,
     f: impl FnOnce(&mut Vec<Value>) -> Result<(R, bool)>,
 ) -> Result<R> {
+    update_array_spliced(
+        path,
+        lock_timeout,
+        durable,
+        cache,
+        |_, _| Splice::<R, fn(&mut T)>::Full,
+        f,
+    )
+}
+
+/// What the fast writer of [`update_array_spliced`] decided from the current version.
+#[derive(Debug)]
+pub enum Splice<R, U> {
+    /// Not decidable from the bytes: run the full read-modify-write.
+    Full,
+    /// The answer, with nothing to write.
+    Done(R),
+    /// Replace the file with `bytes` (the whole new JSON array), then turn the cached parse
+    /// into the new version's with `update`; the answer is `out`.
+    Write {
+        /// The answer.
+        out: R,
+        /// The new file.
+        bytes: Vec<u8>,
+        /// Applied to the cached parse of the old version (when no one else holds it), to
+        /// make it the parse of `bytes` without parsing them.
+        update: U,
+    },
+}
+
+/// [`update_array_cached`] with a fast writer first: under the lock, `splice` sees the
+/// current parse and the exact bytes it was parsed from, and may answer at once
+/// ([`Splice::Done`]), or produce the new file's bytes itself ([`Splice::Write`]: written
+/// like every replace, durably when `durable`; the cached parse is updated in place, or the
+/// bytes parsed when it cannot be), or decline ([`Splice::Full`]: `full` runs on a copy of the
+/// records, as [`update_array_cached`]). An absent file always takes the full path. A splice
+/// must produce exactly the file the full path would accept as its result (callers test this).
+///
+/// # Errors
+/// As [`update_array`].
+pub fn update_array_spliced<T: cache::ArrayParse, R, U: FnOnce(&mut T)>(
+    path: &Path,
+    lock_timeout: std::time::Duration,
+    durable: bool,
+    cache: &cache::ParsedFileCache<T>,
+    splice: impl FnOnce(&T, &[u8]) -> Splice<R, U>,
+    full: impl FnOnce(&mut Vec<Value>) -> Result<(R, bool)>,
+) -> Result<R> {
     let _guard = LockGuard::acquire(&lock::sidecar_path(path), lock_timeout)?;
-    let current = cache.load(path, T::parse)?;
-    let mut records = current.records().to_vec();
+    let current = cache.load_current(path, T::parse)?;
+    if let Some(bytes) = &current.bytes {
+        match splice(&current.parsed, bytes) {
+            Splice::Full => {}
+            Splice::Done(out) => return Ok(out),
+            Splice::Write { out, bytes, update } => {
+                let expected = current.id;
+                drop(current);
+                let file = file::write_bytes_kept(path, &bytes, durable)?;
+                cache.install_updated(path, file, bytes, expected, update, T::parse);
+                return Ok(out);
+            }
+        }
+    }
+    let mut records = current.parsed.records().to_vec();
     drop(current);
-    let (out, changed) = f(&mut records)?;
+    let (out, changed) = full(&mut records)?;
     if changed {
         let (file, bytes) = file::write_array_kept(path, &records, durable)?;
         cache.install(path, file, bytes, T::from_records(records));
