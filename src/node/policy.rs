@@ -316,11 +316,6 @@ impl JsPermissionGate {
         catch_unwind,
         ts_args_type = "kind: 'asked' | 'v2', request: object, toolInput?: object | null"
     )]
-    ///
-    /// Only what the decision reads is copied out of JavaScript: the request's
-    /// [`opencode::request_fields`] and the tool input's [`guardrail::TOOL_ARG_KEYS`] (an
-    /// edit's diff, a write's content are never converted). A tool input that is not an object
-    /// counts as unknown, as before.
     pub fn decide(
         &mut self,
         env: Env,
@@ -333,6 +328,10 @@ impl JsPermissionGate {
                 "kind must be \"asked\" or \"v2\", not {kind:?}"
             )));
         };
+        // Only what the decision reads is copied out of JavaScript: the request's
+        // `opencode::request_fields(kind)` and the tool input's `guardrail::TOOL_ARG_KEYS` (an
+        // edit's diff, a write's content are never converted). A tool input that is not a
+        // plain object counts as unknown, as before (the engine ignores non-objects).
         let request = copy_request(&env, kind, &request).map_err(napi_to_js)?;
         let tool_input = match tool_input {
             Some(t) => copy_keys(&env, &t, guardrail::TOOL_ARG_KEYS).map_err(napi_to_js)?,
