@@ -154,15 +154,29 @@ impl<'a> Checker<'a> {
         follow_last: bool,
         what: &str,
     ) -> Result<Vec<(Vec<String>, Node)>, Hit> {
-        let cwds = self.cwds.clone();
+        // Borrowed out of `self` for the loop (`path_from` reads no working directory but the
+        // one it is given) and put back after, also on error: no copy per path.
+        let cwds = std::mem::take(&mut self.cwds);
         let mut out = Vec::new();
+        let mut failed = None;
         for cwd in &cwds {
-            let r = self.path_from(cwd, raw, access, follow_last, what)?;
-            if !out.contains(&r) {
-                out.push(r);
+            match self.path_from(cwd, raw, access, follow_last, what) {
+                Ok(r) => {
+                    if !out.contains(&r) {
+                        out.push(r);
+                    }
+                }
+                Err(h) => {
+                    failed = Some(h);
+                    break;
+                }
             }
         }
-        Ok(out)
+        self.cwds = cwds;
+        match failed {
+            Some(h) => Err(h),
+            None => Ok(out),
+        }
     }
 
     pub(super) fn path_from(
