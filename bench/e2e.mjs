@@ -12,12 +12,13 @@
 //    That is what OpenCode needs for a prompt with no plugin at all; the pipeline cannot beat it.
 //  - floor with the plugin present: the same POST to B (our plugin loaded, only watching).
 // The plugin's timing marks (C2C_BRIDGE_TRACE, plugin/src/trace.mts: ids and times only) split
-// our own share: A's viaFor + send, the inotify wake-up in B, B's gate + status check up to
-// promptAsync, and the synchronous time of our event hook on B's main thread while OpenCode
+// our own share: A's viaFor + send, the inotify wake-up in B, B's path up to promptAsync
+// (split: the hop into the delivery queue, the Rust inbound gate, the rest), and the synchronous time of our event hook on B's main thread while OpenCode
 // delivers the message (the acknowledgement included).
 // All clocks are this machine's wall clock in ms. A benchmark: it asserts nothing.
 // Writes bench/results-e2e.json (folded into bench/RESULTS.md by the next `npm run bench`).
-// Options: BENCH_E2E_SAMPLES (default 20 rounds), BENCH_E2E_QUICK=1 (3 rounds).
+// Options: BENCH_E2E_SAMPLES (default 20 rounds), BENCH_E2E_QUICK=1 (3 rounds),
+// BENCH_E2E_BROKER_PARENT (where the broker root goes; default the temp dir).
 import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
@@ -57,7 +58,11 @@ if (!fs.existsSync(dist) || fs.statSync(dist).mtimeMs < srcNewest) {
 }
 
 const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'c2c-bench-e2e-'));
-const brokerRoot = path.join(tmp, 'broker');
+// BENCH_E2E_BROKER_PARENT puts the broker root elsewhere (e.g. /dev/shm, a file system that
+// orders data before a rename: the inbox write then renames first); OpenCode's own files stay
+// in the temp dir. The file system used is printed and recorded.
+const brokerParent = process.env.BENCH_E2E_BROKER_PARENT ? fs.mkdtempSync(path.join(process.env.BENCH_E2E_BROKER_PARENT, 'c2c-bench-e2e-')) : tmp;
+const brokerRoot = path.join(brokerParent, 'broker');
 fs.mkdirSync(brokerRoot, { mode: 0o700 });
 const traceA = path.join(tmp, 'trace-a.jsonl');
 const traceB = path.join(tmp, 'trace-b.jsonl');
@@ -138,6 +143,7 @@ const cleanup = async () => {
   await Promise.allSettled([ocA?.stop(), ocB?.stop(), ocC?.stop()]);
   await mock.stop();
   fs.rmSync(tmp, { recursive: true, force: true });
+  if (brokerParent !== tmp) fs.rmSync(brokerParent, { recursive: true, force: true });
 };
 try {
   [ocA, ocB, ocC] = await Promise.all([
@@ -199,7 +205,7 @@ try {
   const read = (f) => (fs.existsSync(f) ? fs.readFileSync(f, 'utf8').split('\n').filter(Boolean).map((l) => JSON.parse(l)) : []);
   const ta = read(traceA);
   const tb = read(traceB);
-  const cols = { opencodeToExecute: [], via: [], send: [], wake: [], gate: [], status: [], accept: [], hookB: [], share: [], total: [], totalOurs: [], floorC: [], floorB: [], overFloor: [] };
+  const cols = { opencodeToExecute: [], via: [], send: [], wake: [], gate: [], toFlush: [], gateCall: [], afterGate: [], accept: [], hookB: [], share: [], total: [], totalOurs: [], floorC: [], floorB: [], overFloor: [] };
   let fetches = ta.filter((m) => m.ev === 'a.via.fetch').length;
   let ackHook = [];
   for (const r of rounds) {
@@ -223,10 +229,15 @@ try {
     if (watch) {
       cols.wake.push(watch.at - s.at);
       cols.gate.push(inj.at - watch.at);
-      // The busy-race check (GET /session/status) inside that span, when it ran.
-      const st = tb.filter((m) => m.ev === 'b.status' && m.at >= watch.at && m.at <= inj.at).at(-1);
-      const sd = st && tb.find((m) => m.ev === 'b.status.done' && m.at >= st.at && m.at <= inj.at);
-      if (sd) cols.status.push(sd.at - st.at);
+      // Inside that span: the delivery's flush entered, the Rust gate returned (the last of
+      // each before promptAsync: a wake-up while busy flushes without injecting).
+      const fl = tb.filter((m) => m.ev === 'b.flush' && m.at >= watch.at && m.at <= inj.at).at(-1);
+      const gd = fl && tb.find((m) => m.ev === 'b.gated' && m.at >= fl.at && m.at <= inj.at);
+      if (fl && gd) {
+        cols.toFlush.push(fl.at - watch.at);
+        cols.gateCall.push(gd.at - fl.at);
+        cols.afterGate.push(inj.at - gd.at);
+      }
     }
     if (acc) cols.accept.push(acc.at - inj.at);
     cols.hookB.push(hookMs);
@@ -249,8 +260,10 @@ try {
     row('  A: viaFor (turn lookup, in the turn index)', S.via),
     row('  A: Broker.send (fsync\'d inbox append + receipt + audit)', S.send),
     row('  send returned → B\'s watch callback (inotify → napi TSFN → B\'s JS loop)', S.wake),
-    row('  B: watch callback → promptAsync called (gate, GET /session/status, framing)', S.gate),
-    row('    of which GET /session/status (the busy-race check, answered by OpenCode)', S.status),
+    row('  B: watch callback → promptAsync called (no server round trip since issue 16)', S.gate),
+    row('    watch callback → the delivery flush entered (microtask hop)', S.toFlush),
+    row('    the Rust inbound gate (gateInbox: inbox read under its lock, policy, framing)', S.gateCall),
+    row('    gate returned → promptAsync called (dedup, busy check, part built)', S.afterGate),
     row('  B: our event hooks, synchronous time, promptAsync → SSE event (sum)', S.hookB),
     row('  (not ours) B: promptAsync called → 204 (OpenCode accepting the prompt)', S.accept),
   ];

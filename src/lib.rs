@@ -14,7 +14,7 @@
 //! |---|---|
 //! | [`error`] | the one core error enum, each variant with a stable code |
 //! | `time`, [`ids`], `liveness` | units (epoch seconds), id validation, c2c's pid + start-time rule |
-//! | [`store`] | the broker root (resolution, permissions), OFD locks on `X.lock` sidecars and the one lock-order table (`store/lock.rs`), atomic JSON files, JSON-lines appends, per-record reading |
+//! | [`store`] | the broker root (resolution, permissions), OFD locks on `X.lock` sidecars and the one lock-order table (`store/lock.rs`), atomic JSON files, JSON-lines appends, per-record reading, which file systems order data before a rename (`store/mounts.rs`) |
 //! | [`registry`] | `registry.json`: registrations, the register rule and M4 guard, peers with liveness, the alias book |
 //! | [`inbox`] | `<sid>.inbox.json`: messages, per-record reading and repair, archive moves, the dead letter, read-only inspection (`doctor`) |
 //! | `held` | `held/<sid>.json`: the held inbox |

@@ -363,3 +363,61 @@ fn an_ended_or_swept_session_gives_every_queued_message_a_terminal_receipt() {
     assert_eq!(rec.status, Status::Dropped);
     assert_eq!(rec.reason.as_deref(), Some("recipient session ended"));
 }
+
+/// Issue 16: the recipient wakes on the rename of a sender's inbox write while the sender
+/// still holds the inbox lock for its fsyncs. When every message is accepted, the gate writes
+/// nothing and so takes no lock: it answers while another holder keeps the lock. A message
+/// that must move (held here) still waits for the lock, and times out without moving anything.
+#[test]
+fn an_all_accepted_inbox_is_gated_without_its_lock() {
+    let r = root();
+    let a = open(&r, "ses_a", "alice", "shared-project", "accept");
+    let with_timeout = |sid: &str, alias: &str, inbound: &str| {
+        Broker::open(OpenOptions {
+            session_id: sid.into(),
+            alias: Some(alias.into()),
+            root: Some(r.path.clone()),
+            directory: Some(project_dir(&r, "shared-project")),
+            inbound: Some(inbound.into()),
+            lock_timeout: Some(Duration::from_millis(200)),
+            env: c2c_bridge::Environment::empty(),
+            ..Default::default()
+        })
+        .unwrap()
+    };
+    let b = with_timeout("ses_b", "bob", "accept");
+    let c = with_timeout("ses_c", "carol", "hold");
+    a.send("bob", "one", &SendOptions::default()).unwrap();
+    a.send("bob", "two", &SendOptions::default()).unwrap();
+    a.send("carol", "to hold", &SendOptions::default()).unwrap();
+
+    let sidecar = |sid: &str| {
+        c2c_bridge::store::lock::sidecar_path(&r.path.join(format!("{sid}.inbox.json")))
+    };
+    let held_b =
+        c2c_bridge::store::LockGuard::acquire(&sidecar("ses_b"), Duration::from_secs(2)).unwrap();
+    let g = b.gate_inbox().unwrap();
+    assert_eq!(
+        g.deliver
+            .iter()
+            .map(|m| m.content.as_str())
+            .collect::<Vec<_>>(),
+        ["one", "two"]
+    );
+    assert!(g.held.is_empty() && g.refused.is_empty());
+    drop(held_b);
+
+    let held_c =
+        c2c_bridge::store::LockGuard::acquire(&sidecar("ses_c"), Duration::from_secs(2)).unwrap();
+    let err = c.gate_inbox().unwrap_err();
+    assert_eq!(err.code(), ErrorCode::LockTimeout);
+    assert_eq!(
+        c.held().unwrap().len(),
+        0,
+        "nothing moved while the lock was held"
+    );
+    drop(held_c);
+    let g = c.gate_inbox().unwrap();
+    assert_eq!(g.held.len(), 1);
+    assert!(g.deliver.is_empty());
+}

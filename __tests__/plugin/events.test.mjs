@@ -56,7 +56,11 @@ describe('decodeEvent', () => {
       .toEqual({ kind: 'answer', sessionId: 's', parentId: 'u', completed: true, failed: false });
     expect(decodeEvent(ev('message.updated', { info: { ...info, time: {}, error: { name: 'MessageAbortedError' } } })))
       .toEqual({ kind: 'answer', sessionId: 's', parentId: 'u', completed: false, failed: true });
-    expect(decodeEvent(ev('message.updated', { info: { ...info, role: 'user' } }))).toEqual({ kind: 'other' });
+    // A user message is its own fact (the busy mark); without its ids it is nothing.
+    expect(decodeEvent(ev('message.updated', { info: { ...info, role: 'user' } })))
+      .toEqual({ kind: 'user-message', sessionId: 's', messageId: 'a' });
+    expect(decodeEvent(ev('message.updated', { info: { role: 'user', sessionID: 's' } }))).toEqual({ kind: 'other' });
+    expect(decodeEvent(ev('message.updated', { info: { ...info, role: 'system' } }))).toEqual({ kind: 'other' });
   });
 
   test('only MessageAbortedError is a user stop', () => {

@@ -4,7 +4,7 @@
 import { describe, expect, test } from 'vitest';
 import fs from 'node:fs';
 import { addon, sid, useBrokerFixtures } from '../helpers/broker.mjs';
-import { Sessions } from '../../plugin/dist/sessions.mjs';
+import { Sessions, STARTING_GRACE_MS } from '../../plugin/dist/sessions.mjs';
 
 const fx = useBrokerFixtures();
 
@@ -82,6 +82,48 @@ describe('Sessions', () => {
     } finally {
       sessions.shutdownAll();
     }
+  });
+
+  test('a user message counts the session busy at once; a stale idle is ignored until OpenCode confirms the loop', () => {
+    // Issue 16/19: chat.message comes before OpenCode's loop sets busy; an idle event arriving
+    // after it belongs to the previous turn.
+    const { sessions } = make();
+    const id = sid('r');
+    sessions.setBusy(id, false);
+    expect(sessions.turnStarting(id, 'msg_1')).toBe(true);
+    expect(sessions.isBusy(id)).toBe(true);
+    expect(typeof sessions.startingFor(id)).toBe('number');
+    // The same message again (its message.updated, its summary update): nothing new.
+    expect(sessions.turnStarting(id, 'msg_1')).toBe(false);
+    // A stale idle event: ignored. The server's idle inside the grace: ignored too.
+    expect(sessions.status(id, false)).toBe(false);
+    expect(sessions.status(id, false, true)).toBe(false);
+    expect(sessions.isBusy(id)).toBe(true);
+    // OpenCode's busy confirms the loop; its idle then ends the turn.
+    expect(sessions.status(id, true)).toBe(false);
+    expect(sessions.startingFor(id)).toBeUndefined();
+    expect(sessions.status(id, false)).toBe(true);
+    expect(sessions.isBusy(id)).toBe(false);
+    // Our own injection: the delivery counts it busy outright; its chat.message then marks the
+    // turn starting too (a stale idle is ignored until OpenCode confirms its loop).
+    sessions.setBusy(id, true);
+    expect(sessions.startingFor(id)).toBeUndefined();
+    expect(sessions.turnStarting(id, 'msg_2')).toBe(true);
+    expect(sessions.status(id, false)).toBe(false);
+    expect(sessions.isBusy(id)).toBe(true);
+  });
+
+  test('a user message that starts no loop (noReply) is settled by the server after the grace', async () => {
+    const { sessions } = make();
+    const id = sid('r');
+    sessions.turnStarting(id, 'msg_1');
+    expect(sessions.status(id, false, true)).toBe(false);
+    await new Promise((r) => setTimeout(r, STARTING_GRACE_MS + 20));
+    // An event's idle still counts as stale; the server's is believed now.
+    expect(sessions.status(id, false)).toBe(false);
+    expect(sessions.status(id, false, true)).toBe(true);
+    expect(sessions.isBusy(id)).toBe(false);
+    expect(sessions.startingFor(id)).toBeUndefined();
   });
 
   test("a deleted session (ended) leaves the registry and its undelivered mail goes to dead-letter", () => {

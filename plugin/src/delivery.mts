@@ -25,6 +25,7 @@
  */
 import type { DeliverableMessage, InboxMessage } from "../../index.js";
 import type { Inject } from "./inject.mjs";
+import { mark } from "./trace.mjs";
 
 /** A message as the addon's inbox calls return it (`content` and `fromAlias` are untrusted). */
 export type PeerMessage = InboxMessage;
@@ -78,11 +79,12 @@ export interface DeliveryDeps {
   isBusy(sessionId: string): boolean | undefined;
   setBusy(sessionId: string, busy: boolean): void;
   /**
-   * Ask OpenCode for the session's status now (`GET /session/status`): `true` busy, `false`
-   * idle, `undefined` when the call failed. Asked right before each injection (issue 19,
-   * the busy race: the user's prompt may have started a turn since the last idle event).
+   * Since when (`Date.now()`, ms) a turn of the session is starting unconfirmed: a user message
+   * was seen in-process (`chat.message`) and OpenCode has not reported the loop busy yet. The
+   * fallback timer asks the server about such a session after `startingGraceMs` (a `noReply`
+   * message starts no loop and must not hold delivery until the long busy timeout).
    */
-  statusNow?(sessionId: string): Promise<boolean | undefined>;
+  startingFor?(sessionId: string): number | undefined;
   /** Message ids already shown in the session's transcript (read once after a restart). */
   injectedInTranscript(sessionId: string): Promise<Set<string>>;
   /** Sessions to look at on the fallback timer. */
@@ -137,6 +139,11 @@ export interface DeliveryTiming {
    * transcript (and injecting again if the message is not there). Default 15000.
    */
   confirmTimeoutMs?: number;
+  /**
+   * How long a turn may be "starting" (user message seen, no busy status) before the fallback
+   * timer asks the server ({@link DeliveryDeps.startingFor}). Default 1000.
+   */
+  startingGraceMs?: number;
 }
 
 /** The per-instance delivery queue. */
@@ -315,7 +322,8 @@ export class Delivery {
     this.timer.unref?.();
   }
 
-  private async tick(): Promise<void> {
+  /** One fallback check: the timer's body (exposed for tests). */
+  async tick(): Promise<void> {
     const now = Date.now();
     let refresh = false;
     for (const sid of this.deps.sessions()) {
@@ -328,6 +336,8 @@ export class Delivery {
         const s = this.st(sid);
         if (!s.busySince) s.busySince = now;
         if (now - s.busySince > 3 * this.opts.fallbackIntervalMs) refresh = true;
+        const starting = this.deps.startingFor?.(sid);
+        if (starting !== undefined && now - starting >= (this.opts.startingGraceMs ?? 1000)) refresh = true;
       } else {
         this.kick(sid);
       }
@@ -353,10 +363,12 @@ export class Delivery {
     const s = this.st(sessionId);
     if (s.running || this.stopped) return;
     s.running = true;
+    mark("b.flush", { sid: sessionId });
     try {
       // The gate runs on every wake-up, busy or not: it only sorts the inbox (held, refused,
       // checked permission replies) and injects nothing.
       const items = this.deps.gate(sessionId);
+      mark("b.gated", { sid: sessionId, n: items?.length ?? 0 });
       if (!items || items.length === 0) return;
       for (const item of items) {
         if (item.permissionReply && !s.advised.has(item.message.messageId)) {
@@ -400,17 +412,12 @@ export class Delivery {
       }
       const next = items.find((i) => !s.injected.has(i.message.messageId));
       if (!next || this.stopped || s.paused) return;
-      // The busy race: re-check right before promptAsync, after every await above. A turn
-      // the user started meanwhile would fold this message into it; wait for its idle.
-      // (A failed status call does not block delivery: the Rust gate never lets a peer
-      // message that follows an unanswered user message count as starting a turn.)
+      // The busy race (issue 19): re-check right before promptAsync, after every await above.
+      // A user message is counted busy in-process the moment OpenCode hands it to the plugin
+      // (`chat.message`, before its loop starts: Sessions.turnStarting), which is earlier than
+      // OpenCode's own status, so no server round trip is needed here. From this check to
+      // setBusy below nothing yields.
       if (this.deps.isBusy(sessionId) !== false) return;
-      if ((await this.deps.statusNow?.(sessionId)) === true) {
-        this.deps.setBusy(sessionId, true);
-        this.deps.log("debug", `${sessionId} turned busy before injection; waiting for idle`);
-        return;
-      }
-      if (this.stopped || s.paused || this.deps.isBusy(sessionId) !== false) return;
       const flight: InFlight = { id: next.message.messageId, accepted: false, stored: false, checks: 0 };
       s.inflight = flight;
       // The injection starts a turn: count the session busy from now until OpenCode says idle.

@@ -24,6 +24,11 @@ export type HostFact =
   | { kind: "status"; sessionId: string; busy: boolean }
   /** `message.part.updated` for a part we injected: the peer message is stored. */
   | { kind: "peer-part-stored"; sessionId: string; peerMessageId: string; messageId: string }
+  /**
+   * `message.updated` of a user message (typed, or our injection): a new one may start a turn
+   * (the busy mark, `Sessions.turnStarting`; a repeat of a known id is an update).
+   */
+  | { kind: "user-message"; sessionId: string; messageId: string }
   /** `message.updated` of an assistant message answering `parentId`. */
   | { kind: "answer"; sessionId: string; parentId: string; completed: boolean; failed: boolean }
   /** `session.error` with `MessageAbortedError`: the user stopped the turn (Esc). */
@@ -107,6 +112,11 @@ export function decodeEvent(event: HostEvent): HostFact {
     }
     case "message.updated": {
       const info = p.info as HostMessage | undefined;
+      if (info?.role === "user") {
+        const sid = str(info.sessionID);
+        const id = str(info.id);
+        return sid && id ? { kind: "user-message", sessionId: sid, messageId: id } : { kind: "other" };
+      }
       if (info?.role !== "assistant" || !info.parentID) return { kind: "other" };
       return {
         kind: "answer",

@@ -175,18 +175,11 @@ function startInstance(
         void client.tui?.showToast?.({ body: { title: "c2c-bridge", message: text, variant: item.permissionReply?.verified ? "info" : "warning" } })?.catch?.(() => {});
       },
       isBusy: (sid) => sessions.isBusy(sid),
-      setBusy: (sid, busy) => sessions.setBusy(sid, busy),
-      async statusNow(sid) {
-        mark("b.status", { sid });
-        try {
-          const res = await client.session.status?.();
-          return busyInStatusMap(res?.data, sid);
-        } catch {
-          return undefined;
-        } finally {
-          mark("b.status.done", { sid });
-        }
-      },
+      // The delivery's own injection starts a turn: busy, unconfirmed until OpenCode's busy
+      // status (the session.idle that follows the session.status idle it was kicked by is
+      // stale, not the end of the injected turn).
+      setBusy: (sid, busy) => (busy ? void sessions.turnStarting(sid) : sessions.setBusy(sid, false)),
+      startingFor: (sid) => sessions.startingFor(sid),
       sessions: () => sessions.registered(),
       async injectedInTranscript(sid) {
         const ids = new Set<string>();
@@ -205,9 +198,9 @@ function startInstance(
         if (!map) return;
         for (const sid of sessions.registered()) {
           const busy = busyInStatusMap(map, sid) === true;
+          const was = sessions.isBusy(sid);
           // A turn that ended without an idle event ends here (and may have been a stop).
-          if (!busy && sessions.isBusy(sid) === true) delivery.current?.turnEnded(sid);
-          sessions.setBusy(sid, busy);
+          if (sessions.status(sid, busy, true) && was === true) delivery.current?.turnEnded(sid);
         }
       },
       log: (level, message) => logger.log(level, message),
@@ -345,8 +338,13 @@ function startInstance(
         // The user's stop wins over queued peer messages.
         if (sessions.get(fact.sessionId)) delivery.current?.pause(fact.sessionId);
         break;
+      case "user-message":
+        // Normally seen first in chat.message; this covers a hook OpenCode did not call.
+        sessions.turnStarting(fact.sessionId, fact.messageId);
+        break;
       case "status":
-        sessions.setBusy(fact.sessionId, fact.busy);
+        // An idle while a user message's turn is starting is stale: ignored (Sessions.status).
+        if (!sessions.status(fact.sessionId, fact.busy)) break;
         if (!fact.busy) {
           delivery.current?.turnEnded(fact.sessionId);
           await sessions.brokerFor(fact.sessionId);
@@ -391,9 +389,17 @@ function startInstance(
     tool: tools,
     // A prompt the user typed (no part carries our peerMessage mark) resumes delivery paused
     // by a user abort.
+    // Also the earliest sign of a new turn, ours or the user's: OpenCode 1.18.33 calls
+    // chat.message while it creates the user message, before its loop sets the session busy,
+    // so the session is counted busy from here (the busy race, issue 19;
+    // Sessions.turnStarting).
     "chat.message": safe(logger, "chat.message", async (input, output) => {
+      const sid = input?.sessionID;
+      if (!sid) return;
+      const id = (output?.message as { id?: unknown } | undefined)?.id;
+      sessions.turnStarting(sid, typeof id === "string" ? id : undefined);
       const peer = (output?.parts ?? []).some((part) => isPeerPart(part));
-      if (!peer && input?.sessionID) delivery.current?.resume(input.sessionID);
+      if (!peer) delivery.current?.resume(sid);
     }),
     "command.execute.before": safe(logger, "command.execute.before", async (cmd, output) => {
       if (cmd.command !== "peers" && cmd.command !== "peers-inbox") return;

@@ -10,11 +10,29 @@ import type { BridgeOptions } from "./options.mjs";
 
 type Broker = InstanceType<Addon["Broker"]>;
 
+/** How many recent user message ids are kept per session (to tell a new message from an update). */
+const USER_IDS_KEPT = 32;
+
+/**
+ * How long (ms) a turn may stay "starting" (a user message seen, no busy status yet) before
+ * the server's idle is believed: OpenCode sets busy milliseconds after `chat.message`; a
+ * `noReply` message never does.
+ */
+export const STARTING_GRACE_MS = 1000;
+
 /** Registration and busy/idle state of the instance's sessions. */
 export class Sessions {
   private readonly brokers = new Map<string, Broker>();
   private readonly parents = new Map<string, string | null>();
   private readonly busy = new Map<string, boolean>();
+  /**
+   * Sessions marked busy by a new user message whose loop OpenCode has not confirmed yet (no
+   * `session.status` busy since): the time it was seen (`Date.now()`, ms). See
+   * {@link Sessions.turnStarting}.
+   */
+  private readonly starting = new Map<string, number>();
+  /** The latest user message ids seen per session (chat.message, message.updated), newest last. */
+  private readonly userMessages = new Map<string, string[]>();
   private readonly lookups = new Map<string, Promise<string | null | undefined>>();
   private closed = false;
 
@@ -132,6 +150,8 @@ export class Sessions {
   forget(sessionId: string, ended = false): void {
     this.parents.delete(sessionId);
     this.busy.delete(sessionId);
+    this.starting.delete(sessionId);
+    this.userMessages.delete(sessionId);
     const b = this.brokers.get(sessionId);
     if (!b) return;
     this.brokers.delete(sessionId);
@@ -165,9 +185,65 @@ export class Sessions {
     this.register(sessionId);
   }
 
-  /** Mark a session busy or idle (from `session.status` / `session.idle`, or after an injection). */
+  /**
+   * Mark a session busy or idle outright (the delivery's own injection and its failures). A
+   * status reported by OpenCode goes through {@link Sessions.status} instead.
+   */
   setBusy(sessionId: string, busy: boolean): void {
     this.busy.set(sessionId, busy);
+    this.starting.delete(sessionId);
+  }
+
+  /**
+   * A user message for `sessionId` was seen in OpenCode's own process (the `chat.message` hook,
+   * or a `message.updated` of a user message not seen before), or the delivery is about to
+   * inject one (no id): count the session busy from now, before OpenCode starts its loop. Why: OpenCode 1.18.33 calls `chat.message` inside
+   * `createUserMessage`, before the message is stored and before the loop sets the status to
+   * busy, so this is earlier than any `session.status` event and than `GET /session/status`
+   * (issue 19, the busy race: a peer message injected in that window is folded into the
+   * user's turn). Returns false when this message id was seen before (its later updates, e.g.
+   * the summary OpenCode adds after the turn, start nothing).
+   *
+   * Until OpenCode confirms the loop (a busy status), an idle status event is taken for a
+   * stale one (published before this message) and ignored; a user message that starts no loop
+   * (`noReply`) is settled by the fallback timer's server check ({@link Sessions.status}
+   * with `fromServer`, {@link Sessions.startingFor}).
+   */
+  turnStarting(sessionId: string, messageId?: string): boolean {
+    if (messageId) {
+      const seen = this.userMessages.get(sessionId) ?? [];
+      if (seen.includes(messageId)) return false;
+      seen.push(messageId);
+      if (seen.length > USER_IDS_KEPT) seen.shift();
+      this.userMessages.set(sessionId, seen);
+    }
+    this.busy.set(sessionId, true);
+    if (!this.starting.has(sessionId)) this.starting.set(sessionId, Date.now());
+    return true;
+  }
+
+  /**
+   * A status reported by OpenCode: a `session.status` / `session.idle` event, or (with
+   * `fromServer`) the fallback timer's `GET /session/status`. Busy always applies and
+   * confirms a starting turn. Idle does not apply while a turn is starting
+   * ({@link Sessions.turnStarting}): from an event it is stale; from the server it applies
+   * only once the turn has been starting for {@link STARTING_GRACE_MS} (a `noReply` message, or
+   * a loop that never started). Returns whether the session is now idle.
+   */
+  status(sessionId: string, busy: boolean, fromServer = false): boolean {
+    if (busy) {
+      this.setBusy(sessionId, true);
+      return false;
+    }
+    const since = this.starting.get(sessionId);
+    if (since !== undefined && (!fromServer || Date.now() - since < STARTING_GRACE_MS)) return false;
+    this.setBusy(sessionId, false);
+    return true;
+  }
+
+  /** Since when (`Date.now()`, ms) a turn of `sessionId` is starting unconfirmed, if one is. */
+  startingFor(sessionId: string): number | undefined {
+    return this.starting.get(sessionId);
   }
 
   /**

@@ -452,7 +452,9 @@ pub fn update_locked<T>(
     }
     let (out, changed) = f(&mut records)?;
     if changed || dirty {
-        store::write_array_atomic(&path, &records)?;
+        // Rename first where the file system orders data before it (the recipient's watcher
+        // wakes on the rename); as durable on return as write_array_atomic.
+        store::file::write_array_rename_first(&path, &records)?;
     }
     Ok((out, moved))
 }

@@ -229,24 +229,41 @@ pub(crate) fn write_bytes_kept(path: &Path, bytes: &[u8], durable: bool) -> Resu
 
 /// Whether the file system of `dir` writes a file's data before it commits a `rename` of
 /// that file over an existing one, so that an un-fsync'd replace leaves the old or the new
-/// file after a crash, never an empty one: ext2/3/4 (`data=ordered`, the default, with
-/// `auto_da_alloc`, also the default), btrfs (flushes on rename-over), tmpfs (nothing
-/// survives a crash anyway). Anything else, or an unknown answer: `false`.
+/// file after a crash, never an empty one. Decided from the mount, cached per device:
+/// [`super::mounts::orders_data_before_rename`] (journalled ext3/ext4 with `data=ordered` or
+/// `data=journal` and `auto_da_alloc`, tmpfs; anything else or unknown: `false`).
 pub(crate) fn orders_data_before_rename(dir: &Path) -> bool {
-    #[cfg(any(target_os = "linux", target_os = "android"))]
-    {
-        use nix::sys::statfs::{statfs, BTRFS_SUPER_MAGIC, EXT4_SUPER_MAGIC, TMPFS_MAGIC};
-        // ext2, ext3 and ext4 share one magic number.
-        statfs(dir).is_ok_and(|s| {
-            let t = s.filesystem_type();
-            t == EXT4_SUPER_MAGIC || t == BTRFS_SUPER_MAGIC || t == TMPFS_MAGIC
-        })
+    super::mounts::orders_data_before_rename(dir)
+}
+
+/// [`write_array_atomic`] with the rename first where that is as safe: the inbox append of
+/// `send` (B's watcher wakes on the rename, so the fsyncs no longer delay the recipient).
+///
+/// When `path` exists and its file system writes a file's data before it commits a rename
+/// over an existing file ([`orders_data_before_rename`]): temp file written, renamed over
+/// `path`, then the new file's data fsync'd and the directory fsync'd, both before this
+/// returns, so what is durable on success is exactly what [`write_array_atomic`] makes
+/// durable. A crash before they finish leaves the old file or the new one, whole (the file
+/// system's ordering), as the caller has not returned success yet. A first write (no file
+/// to replace: `auto_da_alloc` covers only a rename over an existing file) and every other
+/// file system keep fsync-before-rename. Returns whether the rename went first.
+///
+/// # Errors
+/// [`Error::Io`] naming the file that failed. An fsync failing after the rename leaves the
+/// new file in place and reports the error, as a failed directory fsync does in
+/// [`write_array_atomic`].
+pub(crate) fn write_array_rename_first(path: &Path, records: &[Value]) -> Result<bool> {
+    let dir = path.parent().unwrap_or(Path::new("."));
+    let replacing = std::fs::symlink_metadata(path).is_ok_and(|m| m.is_file());
+    if !replacing || !orders_data_before_rename(dir) {
+        write_array_atomic(path, records)?;
+        return Ok(false);
     }
-    #[cfg(not(any(target_os = "linux", target_os = "android")))]
-    {
-        let _ = dir;
-        false
-    }
+    let bytes = serde_json::to_vec(records).map_err(|e| Error::io(path, e.into()))?;
+    let file = replace_file(path, &bytes, false)?;
+    file.sync_all().map_err(|e| Error::io(path, e))?;
+    sync_dir(dir)?;
+    Ok(true)
 }
 
 /// Steps 1–3 of an atomic replace (temp file, fsync, rename) without the directory fsync:
@@ -672,6 +689,39 @@ mod tests {
         assert_eq!(ids, vec!["m1", "m2", "m3"]);
         // beyond the window an id is not looked for
         assert_eq!(append_jsonl_once(&p, &[v("m1")], 100).unwrap(), 1);
+    }
+
+    #[test]
+    fn rename_first_only_replaces_an_existing_file_on_an_ordering_file_system() {
+        // Here (the temp dir) and, when it is tmpfs, in /dev/shm: a first write always syncs
+        // before its rename; a replace goes rename-first exactly where the mount says so.
+        let mut dirs = vec![tempfile::tempdir().unwrap()];
+        if Path::new("/dev/shm").is_dir() {
+            if let Ok(d) = tempfile::tempdir_in("/dev/shm") {
+                dirs.push(d);
+            }
+        }
+        for d in dirs {
+            let p = d.path().join("s.inbox.json");
+            assert!(
+                !write_array_rename_first(&p, &[serde_json::json!(1)]).unwrap(),
+                "first write"
+            );
+            let first =
+                write_array_rename_first(&p, &[serde_json::json!(1), serde_json::json!({"b": 2})])
+                    .unwrap();
+            assert_eq!(first, orders_data_before_rename(d.path()));
+            assert_eq!(std::fs::read(&p).unwrap(), br#"[1,{"b":2}]"#);
+            assert_eq!(
+                std::fs::metadata(&p).unwrap().permissions().mode() & 0o777,
+                0o600
+            );
+            let names: Vec<_> = std::fs::read_dir(d.path())
+                .unwrap()
+                .map(|e| e.unwrap().file_name())
+                .collect();
+            assert_eq!(names, vec![std::ffi::OsString::from("s.inbox.json")]);
+        }
     }
 
     #[test]

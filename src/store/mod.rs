@@ -1,5 +1,6 @@
 //! The broker root on disk: where it is ([`root`]), how it is locked ([`lock`]) and how its
-//! JSON files are read and replaced ([`file`](mod@file)).
+//! JSON files are read and replaced ([`file`](mod@file); whether a replace may rename before its
+//! fsync is the mount's business: `mounts`).
 //!
 //! This module is the only one that takes locks and writes files durably; the concept modules
 //! (registry, inbox, held, rooms, receipts, pending, verdict) call it.
@@ -15,6 +16,7 @@
 pub mod cache;
 pub mod file;
 pub mod lock;
+pub(crate) mod mounts;
 pub mod records;
 mod retire;
 pub mod root;
