@@ -584,8 +584,8 @@ struct Checker<'a> {
     origin: &'static str,
     /// `lstat` and `readlink` answers within this one check (never across checks: the file
     /// system changes between requests).
-    lstat_memo: RefCell<paths::Memo<Node>>,
-    link_memo: RefCell<paths::Memo<Option<PathBuf>>>,
+    lstat_memo: RefCell<HashMap<String, Node>>,
+    link_memo: RefCell<HashMap<String, Option<PathBuf>>>,
     /// Places the user's git configuration names (hooks directory, included files, programs),
     /// lexical and physical: git configuration ([`git_named`]).
     git_named: Vec<Vec<String>>,
@@ -617,8 +617,8 @@ impl<'a> Checker<'a> {
             vars: HashMap::new(),
             tainted: Vec::new(),
             origin: "",
-            lstat_memo: RefCell::new(paths::Memo::default()),
-            link_memo: RefCell::new(paths::Memo::default()),
+            lstat_memo: RefCell::new(HashMap::new()),
+            link_memo: RefCell::new(HashMap::new()),
             git_named: Vec::new(),
             git_unknown: None,
             tool_done: Vec::new(),

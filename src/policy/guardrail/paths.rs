@@ -7,7 +7,7 @@ use super::*;
 impl<'a> Checker<'a> {
     pub(super) fn lstat(&self, p: &str) -> Node {
         if let Some(n) = self.lstat_memo.borrow().get(p) {
-            return n;
+            return *n;
         }
         let n = self.fs.lstat(Path::new(p));
         self.lstat_memo.borrow_mut().insert(p.to_string(), n);
@@ -16,7 +16,7 @@ impl<'a> Checker<'a> {
 
     pub(super) fn read_link(&self, p: &str) -> Option<PathBuf> {
         if let Some(t) = self.link_memo.borrow().get(p) {
-            return t;
+            return t.clone();
         }
         let t = self.fs.read_link(Path::new(p));
         self.link_memo.borrow_mut().insert(p.to_string(), t.clone());
@@ -316,44 +316,4 @@ impl<'a> Checker<'a> {
 fn pop_comp(here: &mut String) {
     let cut = here.rfind('/').unwrap_or(0);
     here.truncate(cut);
-}
-
-/// A per-check memo of file-system answers, keyed by path: the first [`Memo::SMALL`] entries
-/// in a list searched in order (a check usually asks about a handful of paths, and hashing
-/// each was a visible share of a check), any further ones in a hash map (keyed hash: the
-/// paths come from the request).
-#[derive(Debug)]
-pub(super) struct Memo<V> {
-    small: Vec<(String, V)>,
-    big: HashMap<String, V>,
-}
-
-impl<V> Default for Memo<V> {
-    fn default() -> Self {
-        Memo {
-            small: Vec::new(),
-            big: HashMap::new(),
-        }
-    }
-}
-
-impl<V: Clone> Memo<V> {
-    const SMALL: usize = 32;
-
-    /// The answer recorded for `key`.
-    pub(super) fn get(&self, key: &str) -> Option<V> {
-        if let Some((_, v)) = self.small.iter().find(|(k, _)| k == key) {
-            return Some(v.clone());
-        }
-        self.big.get(key).cloned()
-    }
-
-    /// Record `value` for `key` (asked only after [`Memo::get`] found nothing).
-    pub(super) fn insert(&mut self, key: String, value: V) {
-        if self.small.len() < Self::SMALL {
-            self.small.push((key, value));
-        } else {
-            self.big.insert(key, value);
-        }
-    }
 }
