@@ -18,6 +18,7 @@ import path from 'node:path';
 import { createRequire } from 'node:module';
 import { fileURLToPath } from 'node:url';
 import { fmt, machine, mdTable, measure, ratio, stats, textTable } from './lib.mjs';
+import { decisionFigures } from './decision.mjs';
 import { ensureBuilt } from '../scripts/ensure-built.mjs';
 
 const HERE = path.dirname(fileURLToPath(import.meta.url));
@@ -321,48 +322,14 @@ console.log('\ncross-process delivery (second Node process sends; Broker.watch c
 // ---- permission decision -------------------------------------------------------------------
 console.log('\npermission decision (10,000-message index)');
 if (typeof addon.PermissionGate === 'function') {
-  // The real napi path the plugin takes: a per-instance gate fed 10,000 messages through
-  // observe() (10 sessions, alternating user/assistant, each user turn completed), then one
-  // permission.asked per iteration (a fresh id: each id is decided once) for a bash call of a
-  // peer-triggered turn, with the raw tool arguments given. Each final decision also appends
-  // its audit line to broker.log, as in production.
-  const gateRoot = newRoot('gate');
-  const proj = path.join(BASE, 'gate-project');
-  fs.mkdirSync(proj, { recursive: true });
-  const gate = new addon.PermissionGate({ peerPermissions: 'allow', directory: proj, worktree: proj, brokerRoot: gateRoot, startedAtMs: 0 });
-  const t0 = Date.now() - 10_000_000;
-  // The sessions were created while the plugin watched (their whole history is in the index).
-  for (let k = 0; k < 10; k++) gate.observe({ type: 'session.created', properties: { info: { id: `ses_bench${k}`, time: { created: t0 - 1000 } } } });
-  let n = 0;
-  const observeStats = measure(() => {
-    const k = n++;
-    const sid = `ses_bench${Math.floor(k / 2) % 10}`; // a user message, then its answer, per session
-    const user = k % 2 === 0;
-    const id = `msg_${String(k).padStart(8, '0')}`;
-    gate.observe({
-      type: 'message.updated',
-      properties: {
-        info: user
-          ? { id, sessionID: sid, role: 'user', time: { created: t0 + k * 100 } }
-          : { id, sessionID: sid, role: 'assistant', parentID: `msg_${String(k - 1).padStart(8, '0')}`, time: { created: t0 + k * 100, completed: t0 + k * 100 + 50 }, finish: 'stop' },
-      },
-    });
-  }, { iterations: 10_000, warmup: 0 });
-  record({ id: 'gate.observe', group: 'decision', name: 'PermissionGate.observe (one message.updated event)', stats: observeStats, baseline: 'noop' });
-  // a peer-triggered turn in ses_bench0: an injected peer message and the assistant step asking
-  // 60 s after the last answer completed: the session is surely idle (settle time 2 s).
-  const last = t0 + 10_001 * 100 + 60_000;
-  gate.observe({ type: 'message.updated', properties: { info: { id: 'msg_peer', sessionID: 'ses_bench0', role: 'user', time: { created: last } } } });
-  gate.observe({ type: 'message.part.updated', properties: { part: { id: 'prt_peer', sessionID: 'ses_bench0', messageID: 'msg_peer', type: 'text', text: 'x', synthetic: true, metadata: { peerMessage: { messageId: 'm1', from: 'peer', via: ['ses_x'] } } } } });
-  gate.observe({ type: 'message.updated', properties: { info: { id: 'msg_step', sessionID: 'ses_bench0', role: 'assistant', parentID: 'msg_peer', time: { created: last + 10 } } } });
-  let r = 0;
-  const input = { command: 'touch build/out.txt', description: 'x' };
-  const decideStats = measure(() => {
-    const id = `per_bench_${r++}`;
-    const d = gate.decide('asked', { id, sessionID: 'ses_bench0', permission: 'bash', patterns: ['touch build/out.txt'], metadata: { command: 'touch build/out.txt' }, always: ['touch *'], tool: { messageID: 'msg_step', callID: 'call_1' } }, input);
-    if (d.action !== 'once') throw new Error(`unexpected decision ${JSON.stringify(d)}`);
-  }, { iterations: it(2000), warmup: 50 });
-  record({ id: 'gate.decide', group: 'decision', name: 'PermissionGate.decide (peer bash, walk + guardrail + audit line) [napi]', stats: decideStats, baseline: 'noop', goal: { text: '≤ 5 µs p99 (decision)', ok: (st) => st.p99 <= 0.005 }, note: 'includes the FFI conversion of the request and the broker.log append' });
+  // The real napi path the plugin takes (bench/decision.mjs): a per-instance gate fed 10,000
+  // messages through observe(), then one permission.asked per iteration (a fresh id: each id is
+  // decided once) for a bash call and for an edit of a peer-triggered turn, with the raw tool
+  // arguments given; each final decision appends its audit line to broker.log, as in
+  // production. Each sample is paired with a no-op napi call in the same loop.
+  const gateBase = path.join(BASE, 'gate');
+  fs.mkdirSync(gateBase, { mode: 0o700 });
+  for (const f of decisionFigures(addon, gateBase, { iterations: it(20_000), warmup: QUICK ? 20 : 500 })) record(f);
 } else {
   skip('PermissionGate decision (napi)', 'not available in this build (no addon.PermissionGate)');
 }
@@ -377,9 +344,14 @@ if (process.env.BENCH_NO_CARGO || QUICK) {
     const out = execFileSync(bin, [String(QUICK ? 4000 : 20000)], { cwd: REPO, encoding: 'utf8' });
     for (const line of out.trim().split('\n')) {
       const j = JSON.parse(line);
-      const s = { n: j.iterations, min: j.min_ns / 1e6, median: j.median_ns / 1e6, p99: j.p99_ns / 1e6 };
-      const isDecision = j.name.startsWith('decision');
-      record({ id: `rust.${j.name}`, group: 'decision (Rust)', name: `${j.name} [Rust, no FFI]`, stats: s, baseline: 'noop', ...(isDecision ? { goal: { text: '≤ 5 µs p99', ok: (x) => x.p99 <= 0.005 } } : {}) });
+      const s = { n: j.iterations, min: j.min_ns / 1e6, median: j.median_ns / 1e6, p99: j.p99_ns / 1e6, p999: j.p999_ns / 1e6, max: j.max_ns / 1e6 };
+      // issue 16: p99 ≤ 5 µs for an edit, ≤ 15 µs for a bash pipeline (provenance walk + guardrail)
+      const goal = j.name.startsWith('decision')
+        ? j.name.includes('(edit)')
+          ? { text: '≤ 5 µs p99 (edit)', ok: (x) => x.p99 <= 0.005 }
+          : { text: '≤ 15 µs p99 (bash pipeline)', ok: (x) => x.p99 <= 0.015 }
+        : null;
+      record({ id: `rust.${j.name}`, group: 'decision (Rust)', name: `${j.name} [Rust, no FFI]`, stats: s, baseline: 'noop', ...(goal ? { goal } : {}), note: `p99.9 ${fmt(s.p999)}, max ${fmt(s.max)}` });
     }
   }
 }

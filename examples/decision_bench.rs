@@ -5,9 +5,12 @@
 //! A benchmark, not a test: it asserts nothing about time. Run by `npm run bench`
 //! (`bench/run.mjs`) after `cargo build --release --example decision_bench`; prints one JSON
 //! object per figure on stdout: `{"name", "iterations", "ns": [sorted samples]}` is too big,
-//! so it prints `{"name", "iterations", "min_ns", "median_ns", "p99_ns"}`.
+//! so it prints `{"name", "iterations", "min_ns", "median_ns", "p99_ns", "p999_ns", "max_ns"}`.
+//! The first figure times an empty closure in the same loop: its p99 is what the machine
+//! (clock reads, preemption) adds to every figure's.
 //!
-//! Usage: `decision_bench [iterations]` (default 20000).
+//! Usage: `decision_bench [iterations]` (default 20000). `DECISION_BENCH_ONLY=<text>` runs
+//! only the figures whose name contains `<text>` (e.g. under callgrind or `strace -c`).
 
 use std::hint::black_box;
 use std::path::PathBuf;
@@ -130,11 +133,13 @@ fn stats(name: &str, mut ns: Vec<u64>) {
     ns.sort_unstable();
     let q = |p: f64| ns[((ns.len() - 1) as f64 * p).round() as usize];
     println!(
-        "{{\"name\":\"{name}\",\"iterations\":{},\"min_ns\":{},\"median_ns\":{},\"p99_ns\":{}}}",
+        "{{\"name\":\"{name}\",\"iterations\":{},\"min_ns\":{},\"median_ns\":{},\"p99_ns\":{},\"p999_ns\":{},\"max_ns\":{}}}",
         ns.len(),
         ns[0],
         q(0.5),
-        q(0.99)
+        q(0.99),
+        q(0.999),
+        ns[ns.len() - 1]
     );
 }
 
@@ -191,64 +196,65 @@ fn main() {
         "the bench edit is approved"
     );
 
-    let time = |f: &mut dyn FnMut(usize)| -> Vec<u64> {
+    // `DECISION_BENCH_ONLY=<text>`: run only the figures whose name contains it (for
+    // `valgrind --tool=callgrind` and `strace -c` of one figure).
+    let only = std::env::var("DECISION_BENCH_ONLY").ok();
+    let figure = |name: &str, f: &mut dyn FnMut(usize)| {
+        if only.as_deref().is_some_and(|o| !name.contains(o)) {
+            return;
+        }
         for i in 0..iterations / 10 {
             f(i); // warm-up
         }
-        (0..iterations)
+        let samples = (0..iterations)
             .map(|i| {
                 let t = Instant::now();
                 f(i);
                 t.elapsed().as_nanos() as u64
             })
-            .collect()
+            .collect();
+        stats(name, samples);
     };
     let n = targets.len();
-    stats(
-        "provenance walk (10k-message index)",
-        time(&mut |i| {
-            let (s, m, _) = &targets[(i * 7919) % n];
-            black_box(ix.provenance(s, m));
-        }),
+    figure(
+        "no-op (the loop and clock alone: what the machine adds)",
+        &mut |i| {
+            black_box(i);
+        },
     );
-    stats(
+    figure("provenance walk (10k-message index)", &mut |i| {
+        let (s, m, _) = &targets[(i * 7919) % n];
+        black_box(ix.provenance(s, m));
+    });
+    figure(
         "guardrail check: bash (cd, pipeline, redirection)",
-        time(&mut |_| {
+        &mut |_| {
             black_box(guardrail::check(&bash, &ctx));
-        }),
+        },
     );
-    stats(
-        "guardrail check: edit (one file)",
-        time(&mut |_| {
-            black_box(guardrail::check(&edit, &ctx));
-        }),
-    );
-    stats(
+    figure("guardrail check: edit (one file)", &mut |_| {
+        black_box(guardrail::check(&edit, &ctx));
+    });
+    figure(
         "guardrail check: bash, lexical probe (no syscalls)",
-        time(&mut |_| {
+        &mut |_| {
             black_box(guardrail::check_with(&bash, &ctx, &LexicalFs));
-        }),
+        },
     );
-    stats(
+    figure(
         "guardrail check: edit, lexical probe (no syscalls)",
-        time(&mut |_| {
+        &mut |_| {
             black_box(guardrail::check_with(&edit, &ctx, &LexicalFs));
-        }),
+        },
     );
-    stats(
-        "decision: walk + guardrail (bash)",
-        time(&mut |i| {
-            let (s, m, _) = &targets[(i * 7919) % n];
-            black_box(ix.provenance(s, m));
-            black_box(guardrail::check(&bash, &ctx));
-        }),
-    );
-    stats(
-        "decision: walk + guardrail (edit)",
-        time(&mut |i| {
-            let (s, m, _) = &targets[(i * 7919) % n];
-            black_box(ix.provenance(s, m));
-            black_box(guardrail::check(&edit, &ctx));
-        }),
-    );
+    figure("decision: walk + guardrail (bash)", &mut |i| {
+        let (s, m, _) = &targets[(i * 7919) % n];
+        black_box(ix.provenance(s, m));
+        black_box(guardrail::check(&bash, &ctx));
+    });
+    figure("decision: walk + guardrail (edit)", &mut |i| {
+        let (s, m, _) = &targets[(i * 7919) % n];
+        black_box(ix.provenance(s, m));
+        black_box(guardrail::check(&edit, &ctx));
+    });
 }

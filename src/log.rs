@@ -16,6 +16,7 @@ use std::fs::OpenOptions;
 use std::io::Write;
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
 
 use nix::libc;
 use serde_json::{Map, Value};
@@ -27,11 +28,26 @@ pub const DEFAULT_MAX_BYTES: u64 = 10 * 1024 * 1024;
 pub const DEFAULT_KEEP: u32 = 5;
 
 /// The audit log of one broker root.
+///
+/// By default every line opens the file, checks its size, writes and closes it (four system
+/// calls). [`AuditLog::keep_open`] keeps one descriptor open instead (two system calls per
+/// line), for a writer of many lines in a long-lived process (the permission gate).
 #[derive(Debug, Clone)]
 pub struct AuditLog {
     path: PathBuf,
     max_bytes: u64,
     keep: u32,
+    /// The descriptor kept open, shared by clones; `None`: open per line.
+    held: Option<Arc<Mutex<Option<Held>>>>,
+}
+
+/// An open descriptor of the log and the identity (device, inode) of the file it was opened
+/// on: a line goes through it only while the log's name still names that file.
+#[derive(Debug)]
+struct Held {
+    file: std::fs::File,
+    dev: u64,
+    ino: u64,
 }
 
 /// sha256 of `s`, first 16 hex chars: how session ids and perm ids appear in audit lines
@@ -47,7 +63,24 @@ impl AuditLog {
             path,
             max_bytes: DEFAULT_MAX_BYTES,
             keep: DEFAULT_KEEP,
+            held: None,
         }
+    }
+
+    /// Keep the file open between lines (shared by clones of the returned log): each line
+    /// then costs an `lstat` of the name and one `write`, instead of `open`, `fstat`, `write`
+    /// and `close`. The `lstat` notices a rotation (ours or another process's rename: the
+    /// name then names another file, or none) and a replacement by a symlink; the descriptor
+    /// is then dropped and the name opened again as [`AuditLog::event`] always does
+    /// (`O_NOFOLLOW`, created 0600), so a line never goes to a file the name no longer names
+    /// when it is checked. Rotation by size is unchanged (the size is the `lstat`'s).
+    ///
+    /// The held descriptor is a write descriptor: a file system holding the log cannot be
+    /// remounted read-only while it is open. Meant for the permission gate (one per plugin
+    /// instance); brokers open per line.
+    pub fn keep_open(mut self) -> AuditLog {
+        self.held = Some(Arc::new(Mutex::new(None)));
+        self
     }
 
     /// Override the rotation size (bytes) and the number of rotated files kept.
@@ -64,17 +97,11 @@ impl AuditLog {
 
     /// Append `{ts, event, ...fields}`. Never fails the caller.
     pub fn event(&self, event: &str, fields: Map<String, Value>) {
-        let mut line = Map::with_capacity(fields.len() + 2);
-        line.insert("ts".into(), Value::from(crate::time::now_secs()));
-        line.insert("event".into(), Value::from(event));
-        for (k, v) in fields {
-            if k != "ts" && k != "event" {
-                line.insert(k, v);
-            }
-        }
-        let mut bytes = serde_json::to_vec(&Value::Object(line)).unwrap_or_default();
-        bytes.push(b'\n');
-        let _ = self.append(&bytes);
+        let bytes = line(crate::time::now_secs(), event, &fields);
+        let _ = match &self.held {
+            Some(held) => self.append_held(held, &bytes),
+            None => self.append(&bytes),
+        };
     }
 
     fn open(&self) -> std::io::Result<std::fs::File> {
@@ -99,6 +126,53 @@ impl AuditLog {
         f.write_all(bytes)
     }
 
+    /// [`AuditLog::append`] through the held descriptor: `lstat` the name; while it names the
+    /// held file (same device and inode, a regular file), its size decides rotation and the
+    /// line is written through the descriptor. Otherwise (first line, rotated, replaced,
+    /// removed) the descriptor is dropped and the name opened again. A failed write drops
+    /// the descriptor too (the next line opens afresh).
+    fn append_held(&self, held: &Mutex<Option<Held>>, bytes: &[u8]) -> std::io::Result<()> {
+        use std::os::unix::fs::MetadataExt;
+        let mut slot = held
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let now = std::fs::symlink_metadata(&self.path).ok();
+        let len = match (&*slot, &now) {
+            (Some(h), Some(m)) if m.is_file() && m.dev() == h.dev && m.ino() == h.ino => m.len(),
+            _ => {
+                *slot = None;
+                let file = self.open()?;
+                let m = file.metadata()?;
+                let len = m.len();
+                *slot = Some(Held {
+                    file,
+                    dev: m.dev(),
+                    ino: m.ino(),
+                });
+                len
+            }
+        };
+        if len > 0 && len + bytes.len() as u64 > self.max_bytes {
+            *slot = None;
+            self.rotate(bytes.len() as u64)?;
+            let file = self.open()?;
+            let m = file.metadata()?;
+            *slot = Some(Held {
+                file,
+                dev: m.dev(),
+                ino: m.ino(),
+            });
+        }
+        let Some(h) = slot.as_mut() else {
+            return Ok(());
+        };
+        let written = h.file.write_all(bytes);
+        if written.is_err() {
+            *slot = None;
+        }
+        written
+    }
+
     fn rotate(&self, incoming: u64) -> std::io::Result<()> {
         crate::store::file::rotate(&self.path, self.keep, |len| len + incoming > self.max_bytes)
     }
@@ -118,6 +192,28 @@ impl AuditLog {
         let skip = values.len().saturating_sub(limit);
         values.into_iter().skip(skip).collect()
     }
+}
+
+/// One audit line: `{"ts":…,"event":…,…fields}` and a newline, serialised straight from the
+/// fields (no intermediate map). Fields named `ts` or `event` are dropped (the line's own
+/// win), as before.
+fn line(ts: f64, event: &str, fields: &Map<String, Value>) -> Vec<u8> {
+    let mut out = Vec::with_capacity(64 + 48 * fields.len());
+    out.extend_from_slice(b"{\"ts\":");
+    let _ = serde_json::to_writer(&mut out, &Value::from(ts));
+    out.extend_from_slice(b",\"event\":");
+    let _ = serde_json::to_writer(&mut out, event);
+    for (k, v) in fields {
+        if k == "ts" || k == "event" {
+            continue;
+        }
+        out.push(b',');
+        let _ = serde_json::to_writer(&mut out, k);
+        out.push(b':');
+        let _ = serde_json::to_writer(&mut out, v);
+    }
+    out.extend_from_slice(b"}\n");
+    out
 }
 
 /// Build a field map: `fields!{"a" => 1, "b" => "x"}`.
@@ -149,6 +245,130 @@ mod tests {
         assert!(d.path().join("broker.log.1").exists());
         assert!(d.path().join("broker.log.2").exists());
         assert!(!d.path().join("broker.log.3").exists());
+    }
+
+    /// Every `permission_decision`-style line of `dir`'s log files, in file order.
+    fn all_lines(dir: &Path) -> Vec<Value> {
+        let mut names: Vec<_> = std::fs::read_dir(dir)
+            .unwrap()
+            .flatten()
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .filter(|n| n.starts_with("broker.log") && !n.ends_with(".lock"))
+            .collect();
+        names.sort();
+        names
+            .iter()
+            .flat_map(|n| {
+                std::fs::read_to_string(dir.join(n))
+                    .unwrap_or_default()
+                    .lines()
+                    .map(str::to_string)
+                    .collect::<Vec<_>>()
+            })
+            .map(|l| serde_json::from_str(&l).unwrap())
+            .collect()
+    }
+
+    #[test]
+    fn kept_open_lines_and_rotation() {
+        let d = tempfile::tempdir().unwrap();
+        let log = AuditLog::new(d.path().join("broker.log"))
+            .with_rotation(200, 2)
+            .keep_open();
+        for i in 0..20 {
+            log.event("dm_enqueue", fields! {"i" => i});
+        }
+        let tail = log.tail(100);
+        assert_eq!(tail.last().unwrap()["i"], 19);
+        assert!(d.path().join("broker.log.1").exists());
+        assert!(d.path().join("broker.log.2").exists());
+        assert!(!d.path().join("broker.log.3").exists());
+        // the current file holds the newest line and stays under the limit
+        assert!(
+            std::fs::metadata(d.path().join("broker.log"))
+                .unwrap()
+                .len()
+                <= 200
+        );
+    }
+
+    #[test]
+    fn kept_open_notices_another_process_rotating() {
+        let d = tempfile::tempdir().unwrap();
+        let path = d.path().join("broker.log");
+        let log = AuditLog::new(path.clone()).keep_open();
+        log.event("a", fields! {"n" => 1});
+        // c2c rotates: the name moves away while our descriptor is open
+        std::fs::rename(&path, d.path().join("broker.log.1")).unwrap();
+        log.event("b", fields! {"n" => 2});
+        let now: Vec<Value> = log.tail(10);
+        assert_eq!(now.len(), 1, "the new line went to the file the name names");
+        assert_eq!(now[0]["event"], "b");
+        let old = std::fs::read_to_string(d.path().join("broker.log.1")).unwrap();
+        assert_eq!(
+            old.lines().count(),
+            1,
+            "nothing more went to the rotated file"
+        );
+        // removed: the next line creates the file again, 0600
+        std::fs::remove_file(&path).unwrap();
+        log.event("c", fields! {});
+        use std::os::unix::fs::PermissionsExt;
+        let mode = std::fs::metadata(&path).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode, 0o600);
+        assert_eq!(log.tail(10)[0]["event"], "c");
+    }
+
+    #[test]
+    fn kept_open_never_follows_a_symlink_put_in_place() {
+        let d = tempfile::tempdir().unwrap();
+        let path = d.path().join("broker.log");
+        let target = d.path().join("elsewhere");
+        std::fs::write(&target, b"").unwrap();
+        let log = AuditLog::new(path.clone()).keep_open();
+        log.event("a", fields! {});
+        std::fs::remove_file(&path).unwrap();
+        std::os::unix::fs::symlink(&target, &path).unwrap();
+        log.event("b", fields! {}); // swallowed: O_NOFOLLOW refuses the link
+        assert_eq!(
+            std::fs::read(&target).unwrap(),
+            b"",
+            "nothing written through the link"
+        );
+        // a clone shares the (dropped) descriptor and also refuses
+        log.clone().event("c", fields! {});
+        assert_eq!(std::fs::read(&target).unwrap(), b"");
+    }
+
+    #[test]
+    fn kept_open_and_per_line_write_the_same_lines() {
+        let d = tempfile::tempdir().unwrap();
+        let a = AuditLog::new(d.path().join("a").join("broker.log"));
+        let b = AuditLog::new(d.path().join("b").join("broker.log")).keep_open();
+        std::fs::create_dir(d.path().join("a")).unwrap();
+        std::fs::create_dir(d.path().join("b")).unwrap();
+        for log in [&a, &b] {
+            log.event(
+                "permission_decision",
+                fields! {"request" => "per_1", "ts" => "dropped", "event" => "dropped", "from" => "é\"\n", "n" => Value::Null, "folded" => true},
+            );
+        }
+        let (la, lb) = (
+            all_lines(&d.path().join("a")),
+            all_lines(&d.path().join("b")),
+        );
+        assert_eq!(la.len(), 1);
+        assert_eq!(lb.len(), 1);
+        let strip = |v: &Value| {
+            let mut m = v.as_object().unwrap().clone();
+            assert!(m.remove("ts").unwrap().is_f64());
+            m
+        };
+        assert_eq!(strip(&la[0]), strip(&lb[0]));
+        let keys: Vec<&String> = la[0].as_object().unwrap().keys().collect();
+        assert_eq!(keys, ["ts", "event", "request", "from", "n", "folded"]);
+        assert_eq!(la[0]["event"], "permission_decision");
+        assert_eq!(la[0]["from"], "é\"\n");
     }
 
     #[test]

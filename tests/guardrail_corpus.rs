@@ -10,7 +10,7 @@ mod guardrail_support;
 
 use std::collections::BTreeMap;
 
-use c2c_bridge::policy::guardrail::check;
+use c2c_bridge::policy::guardrail::{check, TOOL_ARG_KEYS};
 use guardrail_support::{load, Entry, Sandbox, PROJECT_LINKS};
 
 /// The attack families of issue 10 and the seed's protected categories: each must have entries.
@@ -55,6 +55,23 @@ fn decide(sb: &Sandbox, entry: &Entry) -> Option<String> {
     let saved = sb.plant(entry);
     let req = entry.request(sb);
     let out = check(&req, &sb.ctx()).map(|hit| hit.reason);
+    // Issue 16: the napi layer passes only the argument keys the guardrail reads; the decision
+    // must not change when every other key is dropped.
+    let mut projected = req.clone();
+    if let Some(args) = req.args.as_object() {
+        projected.args = serde_json::Value::Object(
+            args.iter()
+                .filter(|(k, _)| TOOL_ARG_KEYS.contains(&k.as_str()))
+                .map(|(k, v)| (k.clone(), v.clone()))
+                .collect(),
+        );
+    }
+    assert_eq!(
+        check(&projected, &sb.ctx()).map(|hit| hit.reason),
+        out,
+        "{}: the decision changed when only TOOL_ARG_KEYS were passed",
+        entry.describe()
+    );
     sb.unplant(entry, saved);
     out
 }

@@ -4,6 +4,8 @@
 
 use std::path::PathBuf;
 
+use napi::bindgen_prelude::{JsObjectValue, JsValue, Object, Unknown};
+use napi::{Env, ValueType};
 use napi_derive::napi;
 use serde_json::Value;
 
@@ -11,6 +13,7 @@ use super::error::{invalid_arg, to_js, JsCode};
 use crate::config;
 use crate::opencode::{self, FetchedMessage, FetchedSession, PermissionAsked};
 use crate::policy::engine::{self, GateDecision};
+use crate::policy::guardrail;
 use crate::policy::peer_permissions::PermissionEventKind;
 use napi::Result;
 
@@ -107,6 +110,69 @@ fn now_ms() -> i64 {
     crate::time::now_ms()
 }
 
+/// A JS object that is not an array, as an [`Object`]; `None` for anything else.
+fn plain_object<'e>(v: &Unknown<'e>) -> napi::Result<Option<Object<'e>>> {
+    if v.get_type()? != ValueType::Object || v.is_array()? {
+        return Ok(None);
+    }
+    Ok(Some(v.coerce_to_object()?))
+}
+
+/// `obj[key]` converted whole (napi's JSON conversion), `None` when the property is absent or
+/// `undefined`. One property lookup.
+fn copy_value(env: &Env, obj: &Object<'_>, key: &str) -> napi::Result<Option<Value>> {
+    let v: Unknown<'_> = obj.get_named_property_unchecked(key)?;
+    if v.get_type()? == ValueType::Undefined {
+        return Ok(None);
+    }
+    Ok(Some(env.from_js_value(v)?))
+}
+
+/// The listed keys of a plain object (each converted whole), `None` for anything else.
+fn copy_keys(env: &Env, v: &Unknown<'_>, keys: &[&str]) -> napi::Result<Option<Value>> {
+    let Some(obj) = plain_object(v)? else {
+        return Ok(None);
+    };
+    let mut out = serde_json::Map::new();
+    for key in keys {
+        if let Some(x) = copy_value(env, &obj, key)? {
+            out.insert((*key).to_string(), x);
+        }
+    }
+    Ok(Some(Value::Object(out)))
+}
+
+/// The request's [`opencode::request_fields`], as [`opencode::project_request`] takes them
+/// from a `Value` (a nested field that is not a plain object becomes `null`); anything but a
+/// plain object becomes `null` (it decodes as malformed, as it did whole).
+fn copy_request(env: &Env, kind: PermissionEventKind, v: &Unknown<'_>) -> napi::Result<Value> {
+    let Some(obj) = plain_object(v)? else {
+        // decode reads nothing from a non-object: `null` decodes the same (malformed)
+        return Ok(Value::Null);
+    };
+    let mut out = serde_json::Map::new();
+    for (key, sub) in opencode::request_fields(kind) {
+        let x = if sub.is_empty() {
+            copy_value(env, &obj, key)?
+        } else {
+            let n: Unknown<'_> = obj.get_named_property_unchecked(key)?;
+            match n.get_type()? {
+                ValueType::Undefined => None,
+                _ => Some(copy_keys(env, &n, sub)?.unwrap_or(Value::Null)),
+            }
+        };
+        if let Some(x) = x {
+            out.insert((*key).to_string(), x);
+        }
+    }
+    Ok(Value::Object(out))
+}
+
+/// A conversion error of `decide`'s arguments (a function or symbol where a value is read).
+fn napi_to_js(e: napi::Error) -> napi::Error<JsCode> {
+    invalid_arg(e.reason.clone())
+}
+
 /// One plugin instance's permission gate: feed it every OpenCode event, ask it about each
 /// permission request. It never answers `always`.
 #[napi(js_name = "PermissionGate")]
@@ -143,8 +209,10 @@ impl JsPermissionGate {
             broker_root: options.broker_root.map(PathBuf::from),
             started_at_ms: options.started_at_ms,
         });
+        // The gate writes one line per decision for the life of the plugin instance: it keeps
+        // the log open (see `AuditLog::keep_open`).
         let (audit, audit_error) = match settings.audit_log() {
-            Ok(log) => (Some(log), None),
+            Ok(log) => (Some(log.keep_open()), None),
             Err(e) => (None, Some(e.to_string())),
         };
         let audit_path = audit
@@ -250,17 +318,26 @@ impl JsPermissionGate {
     )]
     pub fn decide(
         &mut self,
+        env: Env,
         kind: String,
-        request: Value,
-        tool_input: Option<Value>,
+        request: Unknown<'_>,
+        tool_input: Option<Unknown<'_>>,
     ) -> Result<PermissionDecision, JsCode> {
         let Some(kind) = PermissionEventKind::parse(&kind) else {
             return Err(invalid_arg(format!(
                 "kind must be \"asked\" or \"v2\", not {kind:?}"
             )));
         };
+        // Only what the decision reads is copied out of JavaScript: the request's
+        // `opencode::request_fields(kind)` and the tool input's `guardrail::TOOL_ARG_KEYS` (an
+        // edit's diff, a write's content are never converted). A tool input that is not a
+        // plain object counts as unknown, as before (the engine ignores non-objects).
+        let request = copy_request(&env, kind, &request).map_err(napi_to_js)?;
+        let tool_input = match tool_input {
+            Some(t) => copy_keys(&env, &t, guardrail::TOOL_ARG_KEYS).map_err(napi_to_js)?,
+            None => None,
+        };
         self.retry_audit();
-        let tool_input = tool_input.filter(|v| !v.is_null());
         Ok(match PermissionAsked::decode(kind, &request) {
             Ok(request) => self.inner.decide(&request, tool_input.as_ref()),
             Err(malformed) => engine::GateDecision::malformed(&malformed),
@@ -277,7 +354,7 @@ impl JsPermissionGate {
         if let Ok(log) = self.settings.audit_log() {
             self.audit_path = Some(log.path().to_string_lossy().into_owned());
             self.audit_error = None;
-            self.inner.set_audit(log);
+            self.inner.set_audit(log.keep_open());
         }
     }
 

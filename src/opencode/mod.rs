@@ -42,7 +42,9 @@ mod message;
 mod permission;
 
 pub use message::{FetchedMessage, FetchedSession, Part, PartKind, SessionInfo, TaskRun, ToolPart};
-pub use permission::{MalformedPermission, PermissionAsked, PermissionEventKind};
+pub use permission::{
+    project_request, request_fields, MalformedPermission, PermissionAsked, PermissionEventKind,
+};
 
 use serde_json::Value;
 

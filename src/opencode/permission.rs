@@ -69,6 +69,63 @@ pub struct MalformedPermission {
     pub session_id: String,
 }
 
+/// Every field of a `permission.asked` / `permission.v2.asked` payload that
+/// [`PermissionAsked::decode`] reads: `(key, sub-keys)`; no sub-keys: the value is read whole.
+/// A caller may pass only these (the napi layer copies nothing else out of JavaScript, so an
+/// edit's `metadata.diff` is never converted); see [`project_request`].
+pub fn request_fields(
+    kind: PermissionEventKind,
+) -> &'static [(&'static str, &'static [&'static str])] {
+    const META: &[&str] = &["command", "filepath"];
+    const TOOL: &[&str] = &["messageID", "callID"];
+    match kind {
+        PermissionEventKind::Asked => &[
+            ("id", &[]),
+            ("sessionID", &[]),
+            ("permission", &[]),
+            ("patterns", &[]),
+            ("metadata", META),
+            ("tool", TOOL),
+        ],
+        PermissionEventKind::V2Asked => &[
+            ("id", &[]),
+            ("sessionID", &[]),
+            ("action", &[]),
+            ("resources", &[]),
+            ("metadata", META),
+            ("source", TOOL),
+        ],
+    }
+}
+
+/// The part of `request` that [`PermissionAsked::decode`] reads for `kind`
+/// ([`request_fields`]): the same decode, whatever else the payload holds. A nested field that
+/// is not an object becomes `null` (decode reads nothing from it either). The reference for
+/// the napi layer's copy.
+pub fn project_request(kind: PermissionEventKind, request: &Value) -> Value {
+    let Some(r) = request.as_object() else {
+        return request.clone();
+    };
+    let mut out = serde_json::Map::new();
+    for (key, sub) in request_fields(kind) {
+        let Some(v) = r.get(*key) else { continue };
+        let v = if sub.is_empty() {
+            v.clone()
+        } else {
+            match v.as_object() {
+                Some(o) => Value::Object(
+                    sub.iter()
+                        .filter_map(|k| o.get(*k).map(|x| (k.to_string(), x.clone())))
+                        .collect(),
+                ),
+                None => Value::Null,
+            }
+        };
+        out.insert(key.to_string(), v);
+    }
+    Value::Object(out)
+}
+
 impl PermissionAsked {
     /// Decode the `properties` of a `kind` event. Errors: [`MalformedPermission`] when `id` or
     /// `sessionID` is missing, not a string or empty.

@@ -323,3 +323,46 @@ fn times_int_float_or_nothing() {
     assert_eq!(ms(Some(&json!("12"))), None);
     assert_eq!(ms(None), None);
 }
+
+/// Issue 16: the napi layer copies only `request_fields(kind)` out of JavaScript; decoding that
+/// copy gives the same request (or the same malformed answer) as decoding the whole payload.
+#[test]
+fn a_request_projected_to_its_read_fields_decodes_the_same() {
+    use super::permission::project_request;
+    let payloads = [
+        json!({"id": "per_1", "sessionID": "ses_1", "permission": "bash", "patterns": ["ls *"],
+               "metadata": {"command": "ls", "description": "x"}, "always": ["ls *"],
+               "tool": {"messageID": "msg_1", "callID": "call_1", "extra": 1}}),
+        json!({"id": "per_2", "sessionID": "ses_1", "permission": "edit", "patterns": ["a.ts"],
+               "metadata": {"filepath": "/p/a.ts", "diff": "-a\n+b\n".repeat(100)},
+               "tool": {"messageID": "msg_1", "callID": "call_2"}}),
+        json!({"id": "per_3", "sessionID": "ses_1", "action": "edit", "resources": ["a.txt"],
+               "metadata": {"filepath": "/p/a.txt"}, "source": {"messageID": "m", "callID": "c"}}),
+        json!({"id": "per_4", "sessionID": "ses_1", "permission": 7, "patterns": "x",
+               "metadata": "not an object", "tool": ["msg_1"], "source": null}),
+        json!({"id": "per_5", "sessionID": "ses_1", "metadata": [1, 2], "tool": {"messageID": 5}}),
+        json!({"id": "", "sessionID": "ses_1"}),
+        json!({"sessionID": "ses_1"}),
+        json!({"id": 1, "sessionID": ["x"]}),
+        json!(null),
+        json!("per_1"),
+        json!([{"id": "per_1", "sessionID": "ses_1"}]),
+    ];
+    for p in &payloads {
+        for kind in [PermissionEventKind::Asked, PermissionEventKind::V2Asked] {
+            assert_eq!(
+                PermissionAsked::decode(kind, &project_request(kind, p)),
+                PermissionAsked::decode(kind, p),
+                "{p}"
+            );
+        }
+    }
+    // nothing else is copied: the edit's diff and the unread keys are gone
+    let asked = PermissionEventKind::Asked;
+    let e = project_request(asked, &payloads[1]);
+    assert!(e["metadata"].get("diff").is_none());
+    assert!(project_request(asked, &payloads[0]).get("always").is_none());
+    assert!(project_request(asked, &payloads[2])
+        .get("resources")
+        .is_none());
+}

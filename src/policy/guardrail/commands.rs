@@ -286,6 +286,7 @@ impl<'a> Checker<'a> {
                     let rs = self.path(o, access, false, name)?;
                     for (comps, _) in &rs {
                         if !self
+                            .roots
                             .write_roots
                             .iter()
                             .any(|r| starts_with(comps, r) && comps.len() > r.len())
@@ -454,7 +455,8 @@ impl<'a> Checker<'a> {
                 }
                 let lexical = lexfold(&[], entry);
                 let phys = self.resolve(&[], entry, true).map(|r| r.0).ok();
-                let writable = |c: &Vec<String>| self.write_roots.iter().any(|r| starts_with(c, r));
+                let writable =
+                    |c: &Vec<String>| self.roots.write_roots.iter().any(|r| starts_with(c, r));
                 if writable(&lexical) || phys.as_ref().is_some_and(writable) {
                     verdict = Some(format!("PATH entry {entry} is inside the project"));
                     break;
@@ -538,6 +540,7 @@ impl<'a> Checker<'a> {
                         return Err(self.hit(format!("mv of a symlink {}", self.display(&comps))));
                     }
                     if !self
+                        .roots
                         .write_roots
                         .iter()
                         .any(|r| starts_with(&comps, r) && comps.len() > r.len())
@@ -690,7 +693,7 @@ impl<'a> Checker<'a> {
                 // `git diff A B` with a path outside the working tree is `git diff --no-index`,
                 // which reads both sides recursively (red-team R1); other subcommands reject
                 // such a path, so every path operand must lie inside the worktree.
-                let wt = self.worktree.clone().unwrap_or_default();
+                let wt = self.roots.worktree.clone().unwrap_or_default();
                 let wt_lexical = self.ctx_worktree_lexical();
                 let inside = |p: &Vec<String>| starts_with(p, &wt) || starts_with(p, &wt_lexical);
                 for o in &a.operands {
@@ -739,10 +742,10 @@ impl<'a> Checker<'a> {
     /// inside the worktree, the worktree has `.git`, and no directory between them holds a
     /// `.git` or a `HEAD` (a planted repository, bare or not, whose config git would obey).
     pub(super) fn git_repo_ok(&mut self) -> Result<(), Hit> {
-        let Some(wt) = self.worktree.clone() else {
+        let Some(wt) = self.roots.worktree.clone() else {
             return Err(self.hit("git: worktree unknown"));
         };
-        if !self.write_roots.contains(&wt) {
+        if !self.roots.write_roots.contains(&wt) {
             return Err(self.hit("git: the worktree is not a project directory"));
         }
         let mut dot_git = wt.clone();

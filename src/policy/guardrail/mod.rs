@@ -62,6 +62,8 @@ pub(crate) mod programs;
 mod protect;
 mod tools;
 
+pub use self::tools::TOOL_ARG_KEYS;
+
 use std::cell::RefCell;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -185,7 +187,7 @@ pub struct PathContext {
     /// The physical roots (worked out on first use by [`check`], which probes the real file
     /// system; [`check_with`] works them out on every call): an approved request can neither
     /// move a root nor create a symlink, so they do not change under approved requests.
-    roots: std::sync::OnceLock<Roots>,
+    roots: std::sync::OnceLock<std::sync::Arc<Roots>>,
     /// Whether git's configuration names a program inside the project (worked out once by
     /// [`check`]; the files are protected, so approved requests cannot change it).
     git_verdict: std::sync::OnceLock<gitconfig::Scan>,
@@ -552,14 +554,11 @@ struct Checker<'a> {
     fs: &'a dyn FsProbe,
     home: Vec<String>,
     home_str: String,
-    /// Physical roots writes are confined to.
-    write_roots: Vec<Vec<String>>,
-    /// The worktree, physical (git runs only in its repository).
-    worktree: Option<Vec<String>>,
-    /// Protected roots, physical and lexical.
-    protected: Vec<Vec<String>>,
-    /// Hook directories and programs git's configuration names (category git configuration).
-    git_protected: Vec<Vec<String>>,
+    /// The context's physical roots (writes are confined to `write_roots`; the worktree,
+    /// physical; protected roots; the hook directories and programs git's configuration
+    /// names; the session directory and `$HOME`, resolved once): shared with the context's
+    /// cache, not copied per check.
+    roots: std::sync::Arc<Roots>,
     // --- per analysed command
     cwds: Vec<Cwd>,
     /// Working directories in effect only if a `cd` of the current `&&` chain failed: they
@@ -587,10 +586,6 @@ struct Checker<'a> {
     /// system changes between requests).
     lstat_memo: RefCell<HashMap<String, Node>>,
     link_memo: RefCell<HashMap<String, Option<PathBuf>>>,
-    /// The session directory, resolved once.
-    session: Option<Cwd>,
-    /// `$HOME`, physical.
-    home_phys: Option<Vec<String>>,
     /// Places the user's git configuration names (hooks directory, included files, programs),
     /// lexical and physical: git configuration ([`git_named`]).
     git_named: Vec<Vec<String>>,
@@ -610,10 +605,7 @@ impl<'a> Checker<'a> {
             fs,
             home: Vec::new(),
             home_str: String::new(),
-            write_roots: Vec::new(),
-            worktree: None,
-            protected: Vec::new(),
-            git_protected: Vec::new(),
+            roots: std::sync::Arc::new(Roots::default()),
             cwds: Vec::new(),
             fail_cwds: Vec::new(),
             covered: Vec::new(),
@@ -627,8 +619,6 @@ impl<'a> Checker<'a> {
             origin: "",
             lstat_memo: RefCell::new(HashMap::new()),
             link_memo: RefCell::new(HashMap::new()),
-            session: None,
-            home_phys: None,
             git_named: Vec::new(),
             git_unknown: None,
             tool_done: Vec::new(),
@@ -638,22 +628,16 @@ impl<'a> Checker<'a> {
             c.home = lexfold(&[], h);
             c.home_str = join(&c.home);
         }
-        let roots = match ctx.roots.get() {
-            Some(r) if cache => r.clone(),
+        c.roots = match ctx.roots.get() {
+            Some(r) if cache => std::sync::Arc::clone(r),
             _ => {
-                let r = c.roots();
+                let r = std::sync::Arc::new(c.roots());
                 if cache {
-                    let _ = ctx.roots.set(r.clone());
+                    let _ = ctx.roots.set(std::sync::Arc::clone(&r));
                 }
                 r
             }
         };
-        c.protected = roots.protected;
-        c.worktree = roots.worktree;
-        c.write_roots = roots.write_roots;
-        c.session = roots.session;
-        c.home_phys = roots.home;
-        c.git_protected = roots.git_protected;
         match ctx.git_named.get() {
             Some((named, unknown)) if cache => {
                 c.git_named = named.clone();

@@ -318,12 +318,36 @@ impl Comp<'_> {
     }
 }
 
+/// FNV-1a, for the fixed name tables below: nothing is inserted after start-up, so a keyed
+/// hash (SipHash, the default) buys no protection here, and it was a sixth of an edit check's
+/// instructions (issue 16). The answer of a lookup does not depend on the hash function.
+#[derive(Debug, Default, Clone, Copy)]
+struct Fnv(u64);
+
+impl std::hash::Hasher for Fnv {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        const OFFSET: u64 = 0xcbf2_9ce4_8422_2325;
+        const PRIME: u64 = 0x0100_0000_01b3;
+        let mut h = if self.0 == 0 { OFFSET } else { self.0 };
+        for &b in bytes {
+            h ^= u64::from(b);
+            h = h.wrapping_mul(PRIME);
+        }
+        self.0 = h;
+    }
+}
+
+type FnvMap<K, V> = HashMap<K, V, std::hash::BuildHasherDefault<Fnv>>;
+
 /// A literal-name index of one table: the first rule of each name (as a scan finds it).
-struct Index(HashMap<&'static str, Category>);
+struct Index(FnvMap<&'static str, Category>);
 
 impl Index {
     fn build(table: &[Rule]) -> Index {
-        let mut m = HashMap::with_capacity(table.len());
+        let mut m = FnvMap::with_capacity_and_hasher(table.len(), Default::default());
         for &(name, cat) in table {
             m.entry(name).or_insert(cat);
         }
@@ -337,7 +361,7 @@ struct Indexes {
     last_name: Index,
     etc: Index,
     /// Parents of [`PAIRS`].
-    pair_parents: HashMap<&'static str, ()>,
+    pair_parents: FnvMap<&'static str, ()>,
 }
 
 fn indexes() -> &'static Indexes {

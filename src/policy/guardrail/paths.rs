@@ -59,8 +59,15 @@ impl<'a> Checker<'a> {
         } else {
             base.to_vec()
         };
-        let mut queue: std::collections::VecDeque<String> =
-            raw.split('/').map(str::to_string).collect();
+        // Components still to walk: borrowed from `raw`, owned when a link target is spliced in.
+        let mut queue: std::collections::VecDeque<std::borrow::Cow<'_, str>> =
+            raw.split('/').map(std::borrow::Cow::Borrowed).collect();
+        // `join(&stack)`, kept in step with `stack` (no string built per component).
+        let mut here = if stack.is_empty() {
+            String::new()
+        } else {
+            join(&stack)
+        };
         // A trailing `/` (or `/.`) makes the kernel follow a final symlink (`rm -r link/`
         // empties the target).
         let follow_last = follow_last || raw.ends_with('/') || raw.ends_with("/.");
@@ -68,7 +75,7 @@ impl<'a> Checker<'a> {
         let mut exists = true;
         let mut last = Node::Dir;
         while let Some(c) = queue.pop_front() {
-            match c.as_str() {
+            match &*c {
                 "" | "." => continue,
                 ".." => {
                     // A component that does not exist yet may be created (by the tool, or an
@@ -79,7 +86,9 @@ impl<'a> Checker<'a> {
                             self.display(&stack)
                         ));
                     }
-                    stack.pop();
+                    if stack.pop().is_some() {
+                        pop_comp(&mut here);
+                    }
                     continue;
                 }
                 _ => {}
@@ -87,12 +96,13 @@ impl<'a> Checker<'a> {
             if stack.first().is_some_and(|f| f == "proc") {
                 return Err("path through /proc".into());
             }
-            stack.push(c);
+            here.push('/');
+            here.push_str(&c);
+            stack.push(c.into_owned());
             if !exists {
                 last = Node::Missing;
                 continue;
             }
-            let here = join(&stack);
             // A trailing `/` or `/.` makes the kernel (and `rm`, `mv`, ...) follow a symlink
             // in the last component: only a bare last component is not followed.
             let is_last = queue.is_empty();
@@ -117,11 +127,13 @@ impl<'a> Checker<'a> {
                         return Err("empty link target".into());
                     }
                     stack.pop();
+                    pop_comp(&mut here);
                     if t.starts_with('/') {
                         stack.clear();
+                        here.clear();
                     }
                     for (k, part) in t.split('/').enumerate() {
-                        queue.insert(k, part.to_string());
+                        queue.insert(k, std::borrow::Cow::Owned(part.to_string()));
                     }
                 }
                 n => last = n,
@@ -142,15 +154,29 @@ impl<'a> Checker<'a> {
         follow_last: bool,
         what: &str,
     ) -> Result<Vec<(Vec<String>, Node)>, Hit> {
-        let cwds = self.cwds.clone();
+        // Borrowed out of `self` for the loop (`path_from` reads no working directory but the
+        // one it is given) and put back after, also on error: no copy per path.
+        let cwds = std::mem::take(&mut self.cwds);
         let mut out = Vec::new();
+        let mut failed = None;
         for cwd in &cwds {
-            let r = self.path_from(cwd, raw, access, follow_last, what)?;
-            if !out.contains(&r) {
-                out.push(r);
+            match self.path_from(cwd, raw, access, follow_last, what) {
+                Ok(r) => {
+                    if !out.contains(&r) {
+                        out.push(r);
+                    }
+                }
+                Err(h) => {
+                    failed = Some(h);
+                    break;
+                }
             }
         }
-        Ok(out)
+        self.cwds = cwds;
+        match failed {
+            Some(h) => Err(h),
+            None => Ok(out),
+        }
     }
 
     pub(super) fn path_from(
@@ -284,4 +310,10 @@ impl<'a> Checker<'a> {
             node => self.judge(&target, node, Access::Read, what, false),
         }
     }
+}
+
+/// Drop the last `/component` of a path built by `resolve` (`"/a/b"` → `"/a"`, `"/a"` → `""`).
+fn pop_comp(here: &mut String) {
+    let cut = here.rfind('/').unwrap_or(0);
+    here.truncate(cut);
 }

@@ -21,7 +21,7 @@ impl<'a> Checker<'a> {
         {
             // Secrets of the system (red-team R2), readable when OpenCode runs as root.
             Some(Category::Credentials)
-        } else if self.protected.iter().any(|p| starts_with(comps, p)) {
+        } else if self.roots.protected.iter().any(|p| starts_with(comps, p)) {
             Some(Category::BrokerState)
         } else if matches!(access, Access::Write | Access::WriteTree)
             && self.instruction_glob_hit(comps)
@@ -29,7 +29,11 @@ impl<'a> Checker<'a> {
             // Named by OpenCode's `instructions` (red-team R5).
             Some(Category::AgentInstructions)
         } else if self.git_named.iter().any(|p| starts_with(comps, p))
-            || self.git_protected.iter().any(|p| starts_with(comps, p))
+            || self
+                .roots
+                .git_protected
+                .iter()
+                .any(|p| starts_with(comps, p))
         {
             // Named by the user's git configuration: hooks, included files, programs.
             Some(Category::GitConfig)
@@ -74,7 +78,7 @@ impl<'a> Checker<'a> {
         let lower: Vec<String> = comps.iter().map(|c| c.to_lowercase()).collect();
         let path: Vec<&str> = lower.iter().map(String::as_str).collect();
         let mut bases: Vec<Vec<String>> = vec![self.ctx_worktree_lexical()];
-        bases.extend(self.worktree.clone());
+        bases.extend(self.roots.worktree.clone());
         self.ctx.instruction_globs.iter().any(|g| {
             let g = g.to_lowercase();
             let (abs, rest) = if let Some(r) = g.strip_prefix("~/") {
@@ -132,10 +136,11 @@ impl<'a> Checker<'a> {
             // table knows (G2 finding 6): not shown harmless.
             let under_home = starts_with(comps, &self.home)
                 || self
-                    .home_phys
+                    .roots
+                    .home
                     .as_ref()
                     .is_some_and(|h| starts_with(comps, h));
-            let in_project = self.write_roots.iter().any(|r| starts_with(comps, r));
+            let in_project = self.roots.write_roots.iter().any(|r| starts_with(comps, r));
             if under_home && !in_project {
                 return Err(self.hit(format!(
                     "{what} reads {}: reads outside the project under $HOME are not shown harmless",
@@ -176,6 +181,7 @@ impl<'a> Checker<'a> {
                 }
                 let strict = access == Access::WriteTree;
                 let inside = self
+                    .roots
                     .write_roots
                     .iter()
                     .any(|r| starts_with(comps, r) && (!strict || comps.len() > r.len()));
@@ -353,7 +359,7 @@ impl<'a> Checker<'a> {
                         for p in forms {
                             // A name for the project itself (or above it): only a hooks
                             // directory there matters, and then no write is shown confined.
-                            if self.write_roots.iter().any(|r| starts_with(r, &p)) {
+                            if self.roots.write_roots.iter().any(|r| starts_with(r, &p)) {
                                 if e.key == "hookspath" {
                                     self.git_unknown = Some(format!(
                                         "core.hooksPath {w} is the project or above it"

@@ -3,12 +3,37 @@
 
 use super::*;
 
+/// Every key of the tool's raw arguments ([`PermissionRequest::args`]) the guardrail reads.
+/// A caller may pass only these (the napi layer copies nothing else out of JavaScript, so a
+/// `write`'s file content or an edit's strings are never converted); every read below goes
+/// through [`arg`], which asserts (in debug builds and tests) that its key is listed here.
+pub const TOOL_ARG_KEYS: &[&str] = &[
+    "command",
+    "workdir",
+    "filePath",
+    "filepath",
+    "path",
+    "patchText",
+    "patch_text",
+    "patch",
+    "input",
+];
+
+/// `args[key]`, for a key of [`TOOL_ARG_KEYS`].
+fn arg<'v>(args: &'v serde_json::Value, key: &str) -> Option<&'v serde_json::Value> {
+    debug_assert!(
+        TOOL_ARG_KEYS.contains(&key),
+        "tool argument {key:?} is read but not in TOOL_ARG_KEYS"
+    );
+    args.get(key)
+}
+
 impl<'a> Checker<'a> {
     pub(super) fn request(&mut self, req: &PermissionRequest) -> Result<(), Hit> {
         let kind = req.permission.as_str();
         let args = &req.args;
-        let arg_str = |k: &str| args.get(k).and_then(|v| v.as_str());
-        let start = match &self.session {
+        let arg_str = |k: &str| arg(args, k).and_then(|v| v.as_str());
+        let start = match &self.roots.session {
             Some(s) => s.clone(),
             None => self.start_cwd(None)?,
         };
@@ -18,7 +43,7 @@ impl<'a> Checker<'a> {
                 let mut cmds: Vec<&str> = Vec::new();
                 cmds.extend(req.command.as_deref());
                 cmds.extend(arg_str("command"));
-                if args.get("command").is_some_and(|c| !c.is_string()) {
+                if arg(args, "command").is_some_and(|c| !c.is_string()) {
                     return Err(unproven("bash: the command argument is not a string"));
                 }
                 let patterns: Vec<&str> = req
@@ -30,12 +55,12 @@ impl<'a> Checker<'a> {
                 if cmds.is_empty() && patterns.is_empty() {
                     return Err(unproven("bash: no command to analyse"));
                 }
-                let workdir = match args.get("workdir") {
+                let workdir = match arg(args, "workdir") {
                     None | Some(serde_json::Value::Null) => None,
                     Some(serde_json::Value::String(w)) => Some(w.as_str()),
                     Some(_) => return Err(unproven("bash: workdir is not a string")),
                 };
-                let start = match (workdir, &self.session) {
+                let start = match (workdir, &self.roots.session) {
                     (None, Some(s)) => s.clone(),
                     _ => self.start_cwd(workdir)?,
                 };
@@ -129,7 +154,7 @@ impl<'a> Checker<'a> {
                 match arg_str("path") {
                     Some(p) => self.tool_path(p, access, false),
                     None => {
-                        if args.get("path").is_some_and(|v| !v.is_null()) {
+                        if arg(args, "path").is_some_and(|v| !v.is_null()) {
                             return Err(unproven(format!("{kind}: path is not a string")));
                         }
                         self.tool_path(".", access, false)
@@ -184,13 +209,13 @@ impl<'a> Checker<'a> {
             let Some(wt) = self.ctx.worktree.to_str() else {
                 return Err(self.hit("worktree is not UTF-8"));
             };
-            let Some(physical) = self.worktree.clone() else {
+            let Some(physical) = self.roots.worktree.clone() else {
                 return Err(self.hit("worktree cannot be resolved"));
             };
             let logical = lexfold(&[], wt);
             self.cwds = vec![Cwd { logical, physical }];
         } else {
-            self.cwds = match &self.session {
+            self.cwds = match &self.roots.session {
                 Some(s) => vec![s.clone()],
                 None => vec![self.start_cwd(None)?],
             };
