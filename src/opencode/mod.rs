@@ -40,8 +40,10 @@
 mod json;
 mod message;
 mod permission;
+mod projection;
 
 pub use message::{FetchedMessage, FetchedSession, Part, PartKind, SessionInfo, TaskRun, ToolPart};
+pub use projection::{project, Field, EVENT_FIELDS};
 pub use permission::{
     project_request, request_fields, MalformedPermission, PermissionAsked, PermissionEventKind,
 };
