@@ -6,7 +6,7 @@ use super::*;
 /// Every key of the tool's raw arguments ([`PermissionRequest::args`]) the guardrail reads.
 /// A caller may pass only these (the napi layer copies nothing else out of JavaScript, so a
 /// `write`'s file content or an edit's strings are never converted); every read below goes
-/// through [`arg`], which asserts (in debug builds and tests) that its key is listed here.
+/// through the private `arg` helper, which asserts (in debug builds and tests) that its key is listed here.
 pub const TOOL_ARG_KEYS: &[&str] = &[
     "command",
     "workdir",
