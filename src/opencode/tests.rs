@@ -402,35 +402,65 @@ fn projected_events_decode_like_whole_ones() {
     use crate::opencode::{project, EVENT_FIELDS};
     let long = "x".repeat(10_000);
     let bases = [
-        ev("message.updated", json!({"info": {"id": "msg_a", "sessionID": "ses_1",
+        ev(
+            "message.updated",
+            json!({"info": {"id": "msg_a", "sessionID": "ses_1",
             "role": "assistant", "parentID": "msg_u", "time": {"created": 5, "completed": 9.0},
             "finish": "stop", "error": {"name": "E", "data": {"message": long}},
-            "summary": true, "tokens": {"input": 3}}})),
-        ev("message.updated", json!({"info": {"id": "msg_u", "sessionID": "ses_1",
-            "role": "user", "time": {"created": 5}, "summary": {"diffs": [{"patch": long}]}}})),
-        ev("message.part.updated", json!({"part": {"id": "prt", "sessionID": "ses_1",
+            "summary": true, "tokens": {"input": 3}}}),
+        ),
+        ev(
+            "message.updated",
+            json!({"info": {"id": "msg_u", "sessionID": "ses_1",
+            "role": "user", "time": {"created": 5}, "summary": {"diffs": [{"patch": long}]}}}),
+        ),
+        ev(
+            "message.part.updated",
+            json!({"part": {"id": "prt", "sessionID": "ses_1",
             "messageID": "msg_u", "type": "text", "text": long, "synthetic": true,
             "metadata": {"peerMessage": {"messageId": "m1", "from": "peer",
             "via": ["ses_x", 3, {"a": 1}], "extra": long}, "compaction_continue": false}},
-            "delta": long})),
-        ev("message.part.updated", json!({"part": {"sessionID": "s", "messageID": "m",
+            "delta": long}),
+        ),
+        ev(
+            "message.part.updated",
+            json!({"part": {"sessionID": "s", "messageID": "m",
             "type": "text", "text": "c", "synthetic": true,
-            "metadata": {"compaction_continue": true}}})),
-        ev("message.part.updated", json!({"part": {"sessionID": "s", "messageID": "m",
-            "type": "compaction", "auto": true}})),
-        ev("message.part.updated", json!({"part": {"sessionID": "ses_1", "messageID": "msg_a",
+            "metadata": {"compaction_continue": true}}}),
+        ),
+        ev(
+            "message.part.updated",
+            json!({"part": {"sessionID": "s", "messageID": "m",
+            "type": "compaction", "auto": true}}),
+        ),
+        ev(
+            "message.part.updated",
+            json!({"part": {"sessionID": "ses_1", "messageID": "msg_a",
             "type": "tool", "callID": "call_1", "tool": "task", "state": {"status": "running",
             "input": {"prompt": long, "command": "ls", "filePath": "/a", "content": long},
             "output": long, "metadata": {"sessionId": "ses_c", "diff": long},
-            "time": {"start": 10, "end": 20.0}}}})),
-        ev("session.created", json!({"info": {"id": "ses_c", "parentID": "ses_p",
-            "title": long}})),
-        ev("session.updated", json!({"info": {"id": "ses_c", "title": "t"}})),
-        ev("session.status", json!({"sessionID": "ses_1", "status": {"type": "retry",
-            "attempt": 1, "message": long, "next": 5}})),
+            "time": {"start": 10, "end": 20.0}}}}),
+        ),
+        ev(
+            "session.created",
+            json!({"info": {"id": "ses_c", "parentID": "ses_p",
+            "title": long}}),
+        ),
+        ev(
+            "session.updated",
+            json!({"info": {"id": "ses_c", "title": "t"}}),
+        ),
+        ev(
+            "session.status",
+            json!({"sessionID": "ses_1", "status": {"type": "retry",
+            "attempt": 1, "message": long, "next": 5}}),
+        ),
         ev("session.idle", json!({"sessionID": "ses_1"})),
         ev("session.deleted", json!({"info": {"id": "ses_1"}})),
-        ev("message.part.delta", json!({"sessionID": "s", "delta": long})),
+        ev(
+            "message.part.delta",
+            json!({"sessionID": "s", "delta": long}),
+        ),
     ];
     let alts = [
         Value::Null,
