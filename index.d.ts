@@ -299,7 +299,12 @@ export declare class PermissionGate {
    * every second, so a root made insecure and then fixed is picked up without a restart.
    */
   get auditError(): string | null
-  /** Feed one OpenCode event `{type, properties}` (every event; unknown ones are ignored). */
+  /**
+   * Feed one OpenCode event `{type, properties}` (every event; unknown ones are ignored).
+   * Only what the decoder reads ([`opencode::EVENT_FIELDS`]) is copied out of JavaScript:
+   * a streaming part's `text`, a tool's output or file content are never converted. An
+   * event that cannot be copied (a non-JSON value where a whole field is read) is ignored.
+   */
   observe(event: { type: string; properties?: unknown }): void
   /**
    * Decide a `permission.asked` (`kind = "asked"`) or `permission.v2.asked` (`"v2"`)

@@ -85,6 +85,20 @@ export function decisionFigures(addon, base, { iterations = 20_000, warmup = 500
     gate.observe(ev);
     observeSamples.push(Number(nowNs() - t) / 1e6);
   }
+  // A streaming assistant text part (OpenCode publishes the whole part, text so far, on every
+  // delta): 2,000 events whose text grows by 40 characters each (up to 80 KB), and a running
+  // tool part with an edit's strings. The decoder reads none of that text.
+  const partSamples = [];
+  let text = '';
+  for (let k = 0; k < 2_000; k++) {
+    text += 'lorem ipsum dolor sit amet, consectetur ';
+    const ev = k % 10 === 9
+      ? { type: 'message.part.updated', properties: { part: { id: `prt_t${k}`, sessionID: 'ses_bench1', messageID: 'msg_00000003', type: 'tool', callID: `call_t${k}`, tool: 'edit', state: { status: 'running', input: { filePath: '/p/a.ts', oldString: text, newString: text + 'x' }, time: { start: t0 } } } } }
+      : { type: 'message.part.updated', properties: { part: { id: 'prt_stream', sessionID: 'ses_bench1', messageID: 'msg_00000003', type: 'text', text, time: { start: t0 } }, delta: 'lorem ipsum dolor sit amet, consectetur ' } };
+    const t = nowNs();
+    gate.observe(ev);
+    partSamples.push(Number(nowNs() - t) / 1e6);
+  }
   // A peer-triggered turn in ses_bench0: an injected peer message, and the assistant step
   // asking 60 s after the last answer completed (the session is surely idle).
   const last = t0 + 10_001 * 100 + 60_000;
@@ -115,6 +129,7 @@ export function decisionFigures(addon, base, { iterations = 20_000, warmup = 500
   const note = `paired no-op napi in the same loop: median ${fmtUs(bash.noop.median)}, p99 ${fmtUs(bash.noop.p99)}, p99.9 ${fmtUs(bash.noop.p999)}; p99.9 ${fmtUs(bash.stats.p999)}`;
   return [
     { id: 'gate.observe', group: 'decision', name: 'PermissionGate.observe (one message.updated event)', stats: tailStats(observeSamples), baseline: 'noop', baselineStats: bash.noop },
+    { id: 'gate.observe.part', group: 'decision', name: 'PermissionGate.observe (streaming message.part.updated: text part growing to 80 KB, every 10th a running edit tool part)', stats: tailStats(partSamples), baseline: 'noop', baselineStats: bash.noop },
     { id: 'gate.decide', group: 'decision', name: 'PermissionGate.decide (peer bash, walk + guardrail + audit line) [napi]', stats: bash.stats, baseline: 'noop', baselineStats: bash.noop, goal: { text: '≤ 30 µs p99 (2× the Rust bash goal)', ok: (st) => st.p99 <= 0.03 }, note: `includes the FFI conversion and the broker.log line; ${note}` },
     { id: 'gate.decide.edit', group: 'decision', name: 'PermissionGate.decide (peer edit, walk + guardrail + audit line) [napi]', stats: edit.stats, baseline: 'noop', baselineStats: edit.noop, goal: { text: '≤ 10 µs p99 (2× the Rust edit goal)', ok: (st) => st.p99 <= 0.01 }, note: `includes the FFI conversion and the broker.log line; paired no-op p99 ${fmtUs(edit.noop.p99)}; p99.9 ${fmtUs(edit.stats.p999)}` },
   ];

@@ -11,7 +11,7 @@ use serde_json::Value;
 
 use super::error::{invalid_arg, to_js, JsCode};
 use crate::config;
-use crate::opencode::{self, FetchedMessage, FetchedSession, PermissionAsked};
+use crate::opencode::{self, FetchedMessage, FetchedSession, Field, PermissionAsked};
 use crate::policy::engine::{self, GateDecision};
 use crate::policy::guardrail;
 use crate::policy::peer_permissions::PermissionEventKind;
@@ -168,6 +168,40 @@ fn copy_request(env: &Env, kind: PermissionEventKind, v: &Unknown<'_>) -> napi::
     Ok(Value::Object(out))
 }
 
+/// `v` copied out of JavaScript as `field` says: the napi twin of [`opencode::project`] (the
+/// same result for any JSON value; primitives go through napi's JSON conversion, as whole).
+/// `None` for `undefined` (an absent key). A function, symbol or other non-JSON value where
+/// a [`Field::Scalar`] is read becomes `{}` like an object (the decoder reads nothing from it).
+fn copy_field(env: &Env, v: &Unknown<'_>, field: Field) -> napi::Result<Option<Value>> {
+    let ty = v.get_type()?;
+    if ty == ValueType::Undefined {
+        return Ok(None);
+    }
+    Ok(Some(match field {
+        Field::Whole => env.from_js_value(*v)?,
+        Field::Scalar => match ty {
+            ValueType::Null | ValueType::Boolean | ValueType::Number | ValueType::String => {
+                env.from_js_value(*v)?
+            }
+            _ => Value::Object(serde_json::Map::new()),
+        },
+        Field::Keys(keys) => {
+            let Some(obj) = plain_object(v)? else {
+                return Ok(Some(Value::Null));
+            };
+            let mut out = serde_json::Map::new();
+            for (key, sub) in keys {
+                let x: Unknown<'_> = obj.get_named_property_unchecked(key)?;
+                if let Some(x) = copy_field(env, &x, *sub)? {
+                    out.insert((*key).to_string(), x);
+                }
+            }
+            Value::Object(out)
+        }
+        Field::KeysWhole(keys) => copy_keys(env, v, keys)?.unwrap_or(Value::Null),
+    }))
+}
+
 /// A conversion error of `decide`'s arguments (a function or symbol where a value is read).
 fn napi_to_js(e: napi::Error) -> napi::Error<JsCode> {
     invalid_arg(e.reason.clone())
@@ -299,11 +333,17 @@ impl JsPermissionGate {
     }
 
     /// Feed one OpenCode event `{type, properties}` (every event; unknown ones are ignored).
+    /// Only what the decoder reads ([`opencode::EVENT_FIELDS`]) is copied out of JavaScript:
+    /// a streaming part's `text`, a tool's output or file content are never converted. An
+    /// event that cannot be copied (a non-JSON value where a whole field is read) is ignored.
     #[napi(
         catch_unwind,
         ts_args_type = "event: { type: string; properties?: unknown }"
     )]
-    pub fn observe(&mut self, event: Value) {
+    pub fn observe(&mut self, env: Env, event: Unknown<'_>) {
+        let Ok(Some(event)) = copy_field(&env, &event, opencode::EVENT_FIELDS) else {
+            return;
+        };
         if let Some(event) = opencode::decode_event(&event) {
             self.inner.observe(event, now_ms());
         }

@@ -68,7 +68,7 @@ pub struct ToolPart {
     /// The tool's raw arguments (`state.input`, a JSON object), once parsed: `None` while
     /// `state.status` is missing or `"pending"` (OpenCode then writes `input: {}` before the
     /// arguments are known) and when `input` is not an object. Opaque here: the guardrail
-    /// reads it.
+    /// reads it, and only its [`crate::policy::guardrail::TOOL_ARG_KEYS`] are kept.
     pub input: Option<Value>,
 }
 
@@ -193,7 +193,12 @@ pub(super) fn decode_part(part: &Value) -> Option<Part> {
             let input = if matches!(s(state, "status"), None | Some("pending")) {
                 None
             } else {
-                state.get("input").filter(|v| v.is_object()).cloned()
+                // Only the guardrail's keys are kept (an edit's strings, a write's content
+                // are not): the same fact whether the event was copied whole or projected.
+                state
+                    .get("input")
+                    .filter(|v| v.is_object())
+                    .map(|v| super::projection::project(v, super::projection::TOOL_INPUT_FIELDS))
             };
             PartKind::Tool(ToolPart {
                 call_id,

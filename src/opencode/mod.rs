@@ -40,11 +40,13 @@
 mod json;
 mod message;
 mod permission;
+mod projection;
 
 pub use message::{FetchedMessage, FetchedSession, Part, PartKind, SessionInfo, TaskRun, ToolPart};
 pub use permission::{
     project_request, request_fields, MalformedPermission, PermissionAsked, PermissionEventKind,
 };
+pub use projection::{project, Field, EVENT_FIELDS};
 
 use serde_json::Value;
 

@@ -135,9 +135,14 @@ fn tool_parts_input_and_task() {
         })) => Some(t),
         _ => None,
     };
-    let t = decode(tool(json!("running"), json!({"prompt": "p"}))).unwrap();
+    let t = decode(tool(
+        json!("running"),
+        json!({"prompt": "p", "command": "ls", "filePath": "/a", "content": "big"}),
+    ))
+    .unwrap();
     assert_eq!(t.call_id, "call_1");
-    assert_eq!(t.input, Some(json!({"prompt": "p"})));
+    // Only the guardrail's TOOL_ARG_KEYS are kept.
+    assert_eq!(t.input, Some(json!({"command": "ls", "filePath": "/a"})));
     assert_eq!(
         t.task,
         Some(TaskRun {
@@ -365,4 +370,145 @@ fn a_request_projected_to_its_read_fields_decodes_the_same() {
     assert!(project_request(asked, &payloads[2])
         .get("resources")
         .is_none());
+}
+
+/// Every path of `v` (object keys and array indices), root first.
+fn paths(v: &Value, at: Vec<String>, out: &mut Vec<Vec<String>>) {
+    out.push(at.clone());
+    match v {
+        Value::Object(o) => o.iter().for_each(|(k, x)| {
+            let mut p = at.clone();
+            p.push(k.clone());
+            paths(x, p, out)
+        }),
+        Value::Array(a) => a.iter().enumerate().for_each(|(i, x)| {
+            let mut p = at.clone();
+            p.push(i.to_string());
+            paths(x, p, out)
+        }),
+        _ => {}
+    }
+}
+
+fn at_mut<'a>(v: &'a mut Value, path: &[String]) -> &'a mut Value {
+    path.iter().fold(v, |v, k| match v {
+        Value::Array(a) => &mut a[k.parse::<usize>().unwrap()],
+        _ => &mut v[k.as_str()],
+    })
+}
+
+#[test]
+fn projected_events_decode_like_whole_ones() {
+    use crate::opencode::{project, EVENT_FIELDS};
+    let long = "x".repeat(10_000);
+    let bases = [
+        ev(
+            "message.updated",
+            json!({"info": {"id": "msg_a", "sessionID": "ses_1",
+            "role": "assistant", "parentID": "msg_u", "time": {"created": 5, "completed": 9.0},
+            "finish": "stop", "error": {"name": "E", "data": {"message": long}},
+            "summary": true, "tokens": {"input": 3}}}),
+        ),
+        ev(
+            "message.updated",
+            json!({"info": {"id": "msg_u", "sessionID": "ses_1",
+            "role": "user", "time": {"created": 5}, "summary": {"diffs": [{"patch": long}]}}}),
+        ),
+        ev(
+            "message.part.updated",
+            json!({"part": {"id": "prt", "sessionID": "ses_1",
+            "messageID": "msg_u", "type": "text", "text": long, "synthetic": true,
+            "metadata": {"peerMessage": {"messageId": "m1", "from": "peer",
+            "via": ["ses_x", 3, {"a": 1}], "extra": long}, "compaction_continue": false}},
+            "delta": long}),
+        ),
+        ev(
+            "message.part.updated",
+            json!({"part": {"sessionID": "s", "messageID": "m",
+            "type": "text", "text": "c", "synthetic": true,
+            "metadata": {"compaction_continue": true}}}),
+        ),
+        ev(
+            "message.part.updated",
+            json!({"part": {"sessionID": "s", "messageID": "m",
+            "type": "compaction", "auto": true}}),
+        ),
+        ev(
+            "message.part.updated",
+            json!({"part": {"sessionID": "ses_1", "messageID": "msg_a",
+            "type": "tool", "callID": "call_1", "tool": "task", "state": {"status": "running",
+            "input": {"prompt": long, "command": "ls", "filePath": "/a", "content": long},
+            "output": long, "metadata": {"sessionId": "ses_c", "diff": long},
+            "time": {"start": 10, "end": 20.0}}}}),
+        ),
+        ev(
+            "session.created",
+            json!({"info": {"id": "ses_c", "parentID": "ses_p",
+            "title": long}}),
+        ),
+        ev(
+            "session.updated",
+            json!({"info": {"id": "ses_c", "title": "t"}}),
+        ),
+        ev(
+            "session.status",
+            json!({"sessionID": "ses_1", "status": {"type": "retry",
+            "attempt": 1, "message": long, "next": 5}}),
+        ),
+        ev("session.idle", json!({"sessionID": "ses_1"})),
+        ev("session.deleted", json!({"info": {"id": "ses_1"}})),
+        ev(
+            "message.part.delta",
+            json!({"sessionID": "s", "delta": long}),
+        ),
+    ];
+    let alts = [
+        Value::Null,
+        json!(true),
+        json!(false),
+        json!(0),
+        json!(7.5),
+        json!(""),
+        json!("true"),
+        json!("idle"),
+        json!({}),
+        json!({"type": "idle", "id": "x"}),
+        json!([]),
+        json!(["x"]),
+    ];
+    let mut cases = 0;
+    for base in &bases {
+        let mut all = Vec::new();
+        paths(base, Vec::new(), &mut all);
+        let mut variants = vec![base.clone()];
+        for p in &all {
+            if let Some((last, parent)) = p.split_last() {
+                let mut removed = base.clone();
+                if let Value::Object(o) = at_mut(&mut removed, parent) {
+                    o.remove(last);
+                }
+                variants.push(removed);
+            }
+            for alt in &alts {
+                let mut v = base.clone();
+                *at_mut(&mut v, p) = alt.clone();
+                variants.push(v);
+            }
+        }
+        for v in &variants {
+            let projected = project(v, EVENT_FIELDS);
+            assert_eq!(decode_event(&projected), decode_event(v), "{v}");
+            assert!(!projected.to_string().contains(&long), "{projected}");
+            cases += 1;
+        }
+    }
+    assert!(cases > 500, "{cases}");
+    // a peer part still decodes after projection (the test is not vacuous)
+    assert!(matches!(
+        decode_event(&project(&bases[2], EVENT_FIELDS)),
+        Some(Event::PartUpdated(Part {
+            kind: PartKind::PeerText(_),
+            ..
+        }))
+    ));
 }

@@ -188,22 +188,23 @@ impl<'a> Checker<'a> {
         what: &str,
     ) -> Result<(Vec<String>, Node), Hit> {
         let lexical = lexfold(&cwd.logical, raw);
-        let mut views = Vec::with_capacity(2);
         let kernel = self
             .resolve(&cwd.physical, raw, follow_last)
             .map_err(|e| self.hit(format!("{what} {raw}: {e}")))?;
-        views.push(kernel.clone());
+        // The views judged: the kernel's resolution, then the lexically folded one when it
+        // differs (borrowed, not copied).
+        let mut folded = None;
         if raw.contains("..") || cwd.logical != cwd.physical {
-            let folded = self
+            let f = self
                 .resolve(&[], &join(&lexical), follow_last)
                 .map_err(|e| self.hit(format!("{what} {raw}: {e}")))?;
-            if folded != kernel {
-                views.push(folded);
+            if f != kernel {
+                folded = Some(f);
             }
         }
         // Belt and braces: the lexical form names no protected place either.
         self.judge(&lexical, Node::Missing, access, what, true)?;
-        for (comps, node) in &views {
+        for (comps, node) in std::iter::once(&kernel).chain(folded.as_ref()) {
             if self.tainted.iter().any(|t| starts_with(comps, t)) {
                 return Err(self.hit(format!(
                     "{what} {}: created or replaced by cp/mv earlier in the command",

@@ -205,22 +205,30 @@ impl<'a> Checker<'a> {
         if pattern && p.contains(['*', '?', '[']) {
             return Err(self.hit(format!("pattern {p} is a glob")));
         }
-        if pattern && !p.starts_with('/') {
+        // One working directory: checked with `path_from` directly (what `path` does for a
+        // single cwd), borrowed from the shared roots rather than copied per path.
+        let roots = std::sync::Arc::clone(&self.roots);
+        let owned;
+        let cwd: &Cwd = if pattern && !p.starts_with('/') {
             let Some(wt) = self.ctx.worktree.to_str() else {
                 return Err(self.hit("worktree is not UTF-8"));
             };
-            let Some(physical) = self.roots.worktree.clone() else {
+            let Some(physical) = roots.worktree.clone() else {
                 return Err(self.hit("worktree cannot be resolved"));
             };
             let logical = lexfold(&[], wt);
-            self.cwds = vec![Cwd { logical, physical }];
+            owned = Cwd { logical, physical };
+            &owned
         } else {
-            self.cwds = match &self.roots.session {
-                Some(s) => vec![s.clone()],
-                None => vec![self.start_cwd(None)?],
-            };
-        }
-        self.path(p, access, true, "tool")?;
+            match &roots.session {
+                Some(s) => s,
+                None => {
+                    owned = self.start_cwd(None)?;
+                    &owned
+                }
+            }
+        };
+        self.path_from(cwd, p, access, true, "tool")?;
         self.tool_done.push(key);
         Ok(())
     }
