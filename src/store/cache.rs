@@ -148,6 +148,19 @@ pub trait ArrayParse: Default {
     fn from_records(records: Vec<serde_json::Value>) -> Self;
 }
 
+/// A read-only descriptor on `path` with its identity, when `path` is still the inode this
+/// process has just written (`written`, closed here); `None` otherwise or when an identity
+/// cannot be read. Read-only: a descriptor open for writing would keep the file system from
+/// being remounted read-only.
+fn pin_written(path: &Path, written: std::fs::File) -> Option<(std::fs::File, FileId)> {
+    let written_id = written.metadata().ok().map(|m| FileId::of(&m));
+    drop(written);
+    super::file::open_read_nofollow(path).ok().and_then(|f| {
+        let id = f.metadata().ok().map(|m| FileId::of(&m))?;
+        (Some(id) == written_id).then_some((f, id))
+    })
+}
+
 impl<T: Default> ParsedFileCache<T> {
     /// Make `parsed` the cached parse of the version of the file this process has just
     /// written to `path`: `written` is that version (opened for writing), `bytes` its
@@ -156,12 +169,7 @@ impl<T: Default> ParsedFileCache<T> {
     /// remounted read-only), and only when that is still the inode just written; otherwise,
     /// or if its identity cannot be read, the cache is emptied instead.
     pub(crate) fn install(&self, path: &Path, written: std::fs::File, bytes: Vec<u8>, parsed: T) {
-        let written_id = written.metadata().ok().map(|m| FileId::of(&m));
-        drop(written);
-        let pinned = super::file::open_read_nofollow(path).ok().and_then(|f| {
-            let id = f.metadata().ok().map(|m| FileId::of(&m))?;
-            (Some(id) == written_id).then_some((f, id))
-        });
+        let pinned = pin_written(path, written);
         let mut slot = self.slot.lock().unwrap_or_else(|p| p.into_inner());
         let old = std::mem::replace(
             &mut *slot,
@@ -192,12 +200,7 @@ impl<T: Default> ParsedFileCache<T> {
         update: impl FnOnce(&mut T),
         parse: impl FnOnce(&Path, &[u8]) -> Result<T>,
     ) {
-        let written_id = written.metadata().ok().map(|m| FileId::of(&m));
-        drop(written);
-        let pinned = super::file::open_read_nofollow(path).ok().and_then(|f| {
-            let id = f.metadata().ok().map(|m| FileId::of(&m))?;
-            (Some(id) == written_id).then_some((f, id))
-        });
+        let pinned = pin_written(path, written);
         let mut slot = self.slot.lock().unwrap_or_else(|p| p.into_inner());
         let old = slot.take();
         let Some((file, id)) = pinned else {
