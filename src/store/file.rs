@@ -27,12 +27,24 @@ use serde_json::Value;
 
 use crate::error::{Error, Result};
 
-/// Open a file for reading without following a symlink at its last component.
+/// Open a regular file for reading without following a symlink at its last component.
+///
+/// `O_NONBLOCK`: a FIFO put in the file's place would otherwise block the `open` until a
+/// writer comes, hanging the caller (OpenCode's main thread); it has no effect on a regular
+/// file. Anything but a regular file (FIFO, directory, device) is then an error
+/// (`InvalidInput`), never read, so it can never read as empty (red team 3).
 pub(crate) fn open_read_nofollow(path: &Path) -> std::io::Result<File> {
-    OpenOptions::new()
+    let file = OpenOptions::new()
         .read(true)
-        .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
-        .open(path)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC | libc::O_NONBLOCK)
+        .open(path)?;
+    if !file.metadata()?.file_type().is_file() {
+        return Err(std::io::Error::new(
+            ErrorKind::InvalidInput,
+            "not a regular file",
+        ));
+    }
+    Ok(file)
 }
 
 /// Read a JSON-array file. An absent file reads as `[]`.
