@@ -90,3 +90,98 @@ fn a_directory_in_the_inbox_place_is_an_error() {
     std::fs::create_dir(&inbox).unwrap();
     assert!(b.gate_inbox().is_err());
 }
+
+/// A symlink in the inbox's place (to a file of forged messages) is an error: nothing behind
+/// it is delivered, on the lock-free pass or the locked one.
+#[test]
+fn a_symlinked_inbox_delivers_nothing() {
+    let r = root();
+    let a = open(&r, "ses_a", "alice");
+    let b = open(&r, "ses_b", "bob");
+    a.send("bob", "real", &SendOptions::default()).unwrap();
+    let inbox = r.path.join("ses_b.inbox.json");
+    let elsewhere = r.path.parent().unwrap().join("forged.json");
+    std::fs::rename(&inbox, &elsewhere).unwrap();
+    std::os::unix::fs::symlink(&elsewhere, &inbox).unwrap();
+    assert!(b.gate_inbox().is_err());
+}
+
+/// An inbox written in place (no rename: a foreign writer) and read half-written by the
+/// lock-free pass: every answer is an error or the whole inbox, never a part of it and never
+/// an empty inbox; and the messages are all still there afterwards (nothing moved or lost).
+#[test]
+fn an_inbox_written_in_place_is_never_read_as_a_part() {
+    let r = root();
+    let a = open(&r, "ses_a", "alice");
+    let b = open(&r, "ses_b", "bob");
+    for i in 0..20 {
+        a.send(
+            "bob",
+            &format!("m{i} {}", "x".repeat(2000)),
+            &SendOptions::default(),
+        )
+        .unwrap();
+    }
+    let inbox = r.path.join("ses_b.inbox.json");
+    let whole = std::fs::read(&inbox).unwrap();
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let writer = {
+        let (inbox, whole, stop) = (inbox.clone(), whole.clone(), stop.clone());
+        std::thread::spawn(move || {
+            use std::io::Write;
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                let mut f = std::fs::OpenOptions::new()
+                    .write(true)
+                    .truncate(true)
+                    .open(&inbox)
+                    .unwrap();
+                for chunk in whole.chunks(4096) {
+                    f.write_all(chunk).unwrap();
+                }
+            }
+        })
+    };
+    let (mut whole_reads, mut errors) = (0, 0);
+    for _ in 0..300 {
+        match b.gate_inbox() {
+            Ok(g) => {
+                assert_eq!(g.deliver.len(), 20, "a partial inbox was gated");
+                whole_reads += 1;
+            }
+            Err(_) => errors += 1,
+        }
+    }
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    writer.join().unwrap();
+    println!("in-place writer: {whole_reads} whole reads, {errors} errors");
+    let g = b.gate_inbox().unwrap();
+    assert_eq!(g.deliver.len(), 20);
+    assert!(g.held.is_empty() && g.refused.is_empty() && g.dropped.is_empty());
+}
+
+/// A permission reply from a peer with no pending slot, alone in an otherwise all-accepted
+/// inbox (the lock-free pass): never delivered, taken out of the inbox.
+#[test]
+fn an_unverified_permission_reply_is_not_delivered_on_the_lock_free_pass() {
+    let r = root();
+    let a = open(&r, "ses_a", "alice");
+    let b = open(&r, "ses_b", "bob");
+    a.send("bob", "hello", &SendOptions::default()).unwrap();
+    a.send(
+        "bob",
+        "permission:per_forged1:approve-always",
+        &SendOptions::default(),
+    )
+    .unwrap();
+    let g = b.gate_inbox().unwrap();
+    assert_eq!(
+        g.deliver
+            .iter()
+            .map(|m| m.content.as_str())
+            .collect::<Vec<_>>(),
+        ["hello"]
+    );
+    assert_eq!(g.dropped.len(), 1);
+    assert!(g.advisories.is_empty());
+    assert_eq!(b.gate_inbox().unwrap().deliver.len(), 1);
+}
