@@ -74,3 +74,95 @@ fn the_answer_follows_a_remount_and_a_reused_loop_device() {
         "the same loop device now holds an ext4 without a journal"
     );
 }
+
+/// The live answer for mounts an attacker or an odd machine may present: only a journalled
+/// ext4 in ordered or journal mode (also bind-mounted, also at a path with a space and a
+/// backslash) says "ordered"; writeback, ext2, ext4 without a journal and an overlay on top of
+/// a journalled ext4 say "fsync first".
+#[test]
+#[ignore = "needs root: mounts loop devices"]
+fn the_live_answer_for_odd_mounts() {
+    let d = tempfile::tempdir().unwrap();
+    let p = |n: &str| d.path().join(n).to_string_lossy().into_owned();
+    let mk = |img: &str, args: &[&str]| {
+        run("truncate", &["-s", "32M", &p(img)]);
+        let mut a: Vec<&str> = vec!["-q", "-F"];
+        a.extend_from_slice(args);
+        let path = p(img);
+        a.push(&path);
+        run(
+            if img.starts_with("e2") {
+                "mkfs.ext2"
+            } else {
+                "mkfs.ext4"
+            },
+            &a,
+        );
+    };
+    mk("j.img", &[]);
+    mk("n.img", &["-O", "^has_journal"]);
+    mk("e2.img", &[]);
+    let mut mounted: Vec<PathBuf> = Vec::new();
+    let mut mount = |name: &str, args: &[&str]| -> PathBuf {
+        let m = d.path().join(name);
+        std::fs::create_dir_all(&m).unwrap();
+        let ms = m.to_string_lossy().into_owned();
+        let mut a: Vec<&str> = args.to_vec();
+        a.push(&ms);
+        run("mount", &a);
+        mounted.push(m.clone());
+        m
+    };
+    let cases: Vec<(PathBuf, bool, &str)> = vec![
+        (
+            mount("j", &["-o", "loop", &p("j.img")]),
+            true,
+            "journalled ext4",
+        ),
+        (
+            mount("with space\\x", &["-o", "loop,data=journal", &p("j.img")]),
+            true,
+            "data=journal, odd path",
+        ),
+        (
+            mount("n", &["-o", "loop", &p("n.img")]),
+            false,
+            "ext4 without a journal",
+        ),
+        (mount("e2", &["-o", "loop", &p("e2.img")]), false, "ext2"),
+    ];
+    // A second mount of j.img is the same superblock: the first mount's options hold (the
+    // kernel refuses another data mode), so "data=journal" above may fail; see below.
+    for (m, want, what) in &cases {
+        assert_eq!(orders_data_before_rename(m), *want, "{what} at {m:?}");
+    }
+    let wb_img = p("wb.img");
+    run("truncate", &["-s", "32M", &wb_img]);
+    run("mkfs.ext4", &["-q", "-F", &wb_img]);
+    let wb = mount("wb", &["-o", "loop,data=writeback", &wb_img]);
+    assert!(!orders_data_before_rename(&wb), "data=writeback");
+    let bind_src = d.path().join("j").join("sub");
+    std::fs::create_dir_all(&bind_src).unwrap();
+    let bind = mount("bind", &["--bind", &bind_src.to_string_lossy()]);
+    assert!(
+        orders_data_before_rename(&bind),
+        "a bind mount of a journalled ext4"
+    );
+    for sub in ["upper", "work", "lower"] {
+        std::fs::create_dir_all(d.path().join("j").join(sub)).unwrap();
+    }
+    let opts = format!(
+        "lowerdir={},upperdir={},workdir={}",
+        p("j/lower"),
+        p("j/upper"),
+        p("j/work")
+    );
+    let ovl = mount("ovl", &["-t", "overlay", "overlay", "-o", &opts]);
+    assert!(
+        !orders_data_before_rename(&ovl),
+        "overlayfs over a journalled ext4"
+    );
+    for m in mounted.iter().rev() {
+        let _ = Command::new("umount").arg(m).status();
+    }
+}
