@@ -25,9 +25,10 @@
 //! the code relies on, not what the tests prove.
 //!
 //! The mount of a directory is found by its device number (`st_dev` = mountinfo's
-//! `major:minor`; the last such mount wins, as a later mount hides an earlier one), else by the
-//! longest mount point that prefixes the directory's canonical path. Answers are cached per
-//! device for the life of the process.
+//! `major:minor`; the last such mount wins, as a later mount hides an earlier one). A
+//! directory whose device no mount lists (a btrfs subvolume, a mount this process cannot see)
+//! is on an unknown file system: `false`. Answers are cached per device until the mount table
+//! changes ([`orders_data_before_rename`]).
 
 use std::path::{Path, PathBuf};
 
@@ -246,6 +247,11 @@ fn decide_now(dir: &Path, dev: u64) -> bool {
     let Some(mount) = find_mount(&entries, dev, &canonical) else {
         return false;
     };
+    // Found by path only: the directory is on another file system than that mount (a btrfs
+    // subvolume, or one this process cannot see), whose kind is unknown (red team 3).
+    if mount.dev != dev {
+        return false;
+    }
     let ext4_options = match mount.fstype.as_str() {
         "ext3" | "ext4" => block_device_name(mount)
             .and_then(|n| std::fs::read_to_string(format!("/proc/fs/ext4/{n}/options")).ok()),

@@ -7,6 +7,9 @@
 use super::*;
 use std::process::Command;
 
+/// The tests here attach and mount loop devices: one at a time.
+static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
 fn run(cmd: &str, args: &[&str]) -> String {
     let out = Command::new(cmd).args(args).output().unwrap();
     assert!(
@@ -33,6 +36,9 @@ impl Drop for Cleanup {
 #[test]
 #[ignore = "needs root: mounts loop devices"]
 fn the_answer_follows_a_remount_and_a_reused_loop_device() {
+    let _serial = SERIAL
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
     let d = tempfile::tempdir().unwrap();
     let p = |n: &str| d.path().join(n).to_string_lossy().into_owned();
     for (img, journal) in [("j.img", true), ("n.img", false)] {
@@ -82,6 +88,9 @@ fn the_answer_follows_a_remount_and_a_reused_loop_device() {
 #[test]
 #[ignore = "needs root: mounts loop devices"]
 fn the_live_answer_for_odd_mounts() {
+    let _serial = SERIAL
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
     let d = tempfile::tempdir().unwrap();
     let p = |n: &str| d.path().join(n).to_string_lossy().into_owned();
     let mk = |img: &str, args: &[&str]| {
