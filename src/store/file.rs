@@ -34,17 +34,23 @@ use crate::error::{Error, Result};
 /// file. Anything but a regular file (FIFO, directory, device) is then an error
 /// (`InvalidInput`), never read, so it can never read as empty (red team 3).
 pub(crate) fn open_read_nofollow(path: &Path) -> std::io::Result<File> {
+    open_read_nofollow_meta(path).map(|(file, _)| file)
+}
+
+/// [`open_read_nofollow`] and the file's metadata (its `fstat`, taken once).
+fn open_read_nofollow_meta(path: &Path) -> std::io::Result<(File, std::fs::Metadata)> {
     let file = OpenOptions::new()
         .read(true)
         .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC | libc::O_NONBLOCK)
         .open(path)?;
-    if !file.metadata()?.file_type().is_file() {
+    let meta = file.metadata()?;
+    if !meta.file_type().is_file() {
         return Err(std::io::Error::new(
             ErrorKind::InvalidInput,
             "not a regular file",
         ));
     }
-    Ok(file)
+    Ok((file, meta))
 }
 
 /// Read a JSON-array file. An absent file reads as `[]`.
@@ -72,12 +78,11 @@ pub(crate) fn read_bytes(path: &Path) -> Result<Option<(std::fs::Metadata, Vec<u
 pub(crate) fn read_bytes_open(
     path: &Path,
 ) -> Result<Option<(std::fs::File, std::fs::Metadata, Vec<u8>)>> {
-    let mut file = match open_read_nofollow(path) {
+    let (mut file, meta) = match open_read_nofollow_meta(path) {
         Ok(f) => f,
         Err(e) if e.kind() == ErrorKind::NotFound => return Ok(None),
         Err(e) => return Err(Error::io(path, e)),
     };
-    let meta = file.metadata().map_err(|e| Error::io(path, e))?;
     let mut bytes = Vec::with_capacity(meta.len() as usize + 1);
     file.read_to_end(&mut bytes)
         .map_err(|e| Error::io(path, e))?;
