@@ -1103,6 +1103,11 @@ export interface SweepReport {
   removed: Array<RemovedRegistration>
   /** Messages moved to `dead-letter.jsonl` (none is dropped). */
   deadLettered: number
+  /**
+   * Temp files (`X.tmp.<pid>`, 0600 copies of a store file) left by writers killed
+   * mid-replace, a minute old or more, that were removed.
+   */
+  tempFilesRemoved: number
 }
 
 /** A registry record that names an alias but is not a readable registration. */

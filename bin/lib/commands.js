@@ -222,7 +222,7 @@ function sweep(ctx) {
       removeEmptyInbox(addon, b.root, sessionId);
     }
   }
-  const text = [`removed ${result.removed.length} dead registration(s), moved ${result.deadLettered} message(s) to dead-letter.jsonl`];
+  const text = [`removed ${result.removed.length} dead registration(s), moved ${result.deadLettered} message(s) to dead-letter.jsonl, removed ${result.tempFilesRemoved} temp file(s) of killed writers`];
   for (const r of result.removed) text.push(`  removed ${safe(r.alias)} (${safe(r.sessionId)})`);
   return { json: result, text };
 }

@@ -26,13 +26,21 @@ pub struct SweepReport {
     pub removed: Vec<(String, String)>,
     /// Messages moved to `dead-letter.jsonl`.
     pub dead_lettered: usize,
+    /// Temp files of writers killed mid-replace that were removed
+    /// ([`crate::store::leftovers`]).
+    pub temp_files_removed: usize,
 }
+
+/// How old a dead writer's temp file must be before a sweep removes it.
+const TEMP_FILE_MIN_AGE: std::time::Duration = std::time::Duration::from_secs(60);
 
 impl Broker {
     /// Remove dead registrations and rescue the mail of every session that is not alive
     /// (dead registrations and inbox files with no registration at all) into
     /// `dead-letter.jsonl`. Nothing is dropped: a message is in the dead letter before its
-    /// inbox is removed. A session that registers again gets its rescued mail back.
+    /// inbox is removed. A session that registers again gets its rescued mail back. Temp files
+    /// left by writers killed mid-replace (a minute old or more) are removed from the root,
+    /// `held/`, `archive/` and each room ([`crate::store::leftovers`]).
     ///
     /// # Errors
     /// [`Error::Closed`], store errors.
@@ -75,11 +83,37 @@ impl Broker {
             }
             report.dead_lettered += self.dead_letter_inbox(sid)?;
         }
+        report.temp_files_removed = self.remove_leftover_temp_files();
         self.audit().event(
             "sweep",
-            fields! {"removed" => report.removed.len(), "dead_lettered" => report.dead_lettered},
+            fields! {
+                "removed" => report.removed.len(),
+                "dead_lettered" => report.dead_lettered,
+                "temp_files_removed" => report.temp_files_removed,
+            },
         );
         Ok(report)
+    }
+
+    /// [`crate::store::leftovers::remove_dead_writers_temp_files`] in every directory of the
+    /// root that holds store files; a directory that cannot be listed is skipped.
+    fn remove_leftover_temp_files(&self) -> usize {
+        let root = self.root().path();
+        let mut dirs = vec![root.to_path_buf(), root.join("held"), root.join("archive")];
+        if let Ok(rooms) = std::fs::read_dir(root.join("rooms")) {
+            dirs.extend(
+                rooms
+                    .flatten()
+                    .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
+                    .map(|e| e.path()),
+            );
+        }
+        dirs.iter()
+            .filter(|d| d.symlink_metadata().is_ok_and(|m| m.is_dir()))
+            .filter_map(|d| {
+                crate::store::leftovers::remove_dead_writers_temp_files(d, TEMP_FILE_MIN_AGE).ok()
+            })
+            .sum()
     }
 
     fn dead_letter_inbox(&self, sid: &str) -> Result<usize> {

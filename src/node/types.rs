@@ -444,6 +444,9 @@ pub struct SweepReport {
     pub removed: Vec<RemovedRegistration>,
     /// Messages moved to `dead-letter.jsonl` (none is dropped).
     pub dead_lettered: u32,
+    /// Temp files (`X.tmp.<pid>`, 0600 copies of a store file) left by writers killed
+    /// mid-replace, a minute old or more, that were removed.
+    pub temp_files_removed: u32,
 }
 
 impl From<core::SweepReport> for SweepReport {
@@ -455,6 +458,7 @@ impl From<core::SweepReport> for SweepReport {
                 .map(|(alias, session_id)| RemovedRegistration { alias, session_id })
                 .collect(),
             dead_lettered: s.dead_lettered as u32,
+            temp_files_removed: s.temp_files_removed as u32,
         }
     }
 }

@@ -15,6 +15,7 @@
 
 pub mod cache;
 pub mod file;
+pub mod leftovers;
 pub mod lock;
 pub(crate) mod mounts;
 pub mod records;
