@@ -202,7 +202,7 @@ describe('sweep and dead letters', () => {
     expect(dl.every((l) => l.session_id === deadSid)).toBe(true);
     expect(addon.listRegistrations(root).map((r) => r.alias)).toEqual(['alice']);
     // a second sweep finds nothing more and keeps the dead letters
-    expect(a.sweep()).toEqual({ removed: [], deadLettered: 0 });
+    expect(a.sweep()).toEqual({ removed: [], deadLettered: 0, tempFilesRemoved: 0 });
 
     const back = fx.open({ root, sessionId: deadSid, alias: 'bob' });
     expect(back.peek().map((m) => m.messageId)).toEqual(ids);
@@ -216,7 +216,7 @@ describe('sweep and dead letters', () => {
     const a = fx.open({ root, sessionId: sid('a'), alias: 'alice' });
     const b = fx.open({ root, sessionId: sid('b'), alias: 'bob' });
     a.send('bob', 'stay');
-    expect(a.sweep()).toEqual({ removed: [], deadLettered: 0 });
+    expect(a.sweep()).toEqual({ removed: [], deadLettered: 0, tempFilesRemoved: 0 });
     expect(b.peek().map((m) => m.content)).toEqual(['stay']);
   });
 });
