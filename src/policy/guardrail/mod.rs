@@ -58,6 +58,7 @@ mod gitconfig;
 mod names;
 pub(crate) mod parse;
 mod paths;
+mod plain;
 pub(crate) mod programs;
 mod protect;
 mod tools;
@@ -302,6 +303,14 @@ pub trait FsProbe {
     fn read_file(&self, _p: &Path) -> Option<String> {
         None
     }
+    /// What `lstat` says of the absolute path `p` when `lstat` of every proper prefix of it
+    /// says [`Node::Dir`] (no symlink on the way), in one look; `None` when that is not so or
+    /// not known (the resolver then asks [`FsProbe::lstat`] component by component, as it
+    /// does for any probe that does not override this). Never a different answer than the
+    /// per-component walk would give: it only saves system calls. The default knows nothing.
+    fn lstat_plain(&self, _p: &Path) -> Option<Node> {
+        None
+    }
 }
 
 /// The real file system.
@@ -345,6 +354,10 @@ impl FsProbe for RealFs {
     }
     fn read_link(&self, p: &Path) -> Option<PathBuf> {
         std::fs::read_link(p).ok()
+    }
+    /// One `openat2(RESOLVE_NO_SYMLINKS)` and `fstat` (Linux; `plain.rs`).
+    fn lstat_plain(&self, p: &Path) -> Option<Node> {
+        plain::plain_lstat(p)
     }
     fn read_dir(&self, p: &Path) -> Option<Vec<(std::ffi::OsString, Node)>> {
         let mut out = Vec::new();
@@ -585,6 +598,9 @@ struct Checker<'a> {
     /// `lstat` and `readlink` answers within this one check (never across checks: the file
     /// system changes between requests).
     lstat_memo: RefCell<HashMap<String, Node>>,
+    /// Paths [`FsProbe::lstat_plain`] answered within this one check, with its answer: each
+    /// proper prefix of one is a directory (never across checks either).
+    plain_memo: RefCell<Vec<(String, Node)>>,
     link_memo: RefCell<HashMap<String, Option<PathBuf>>>,
     /// Places the user's git configuration names (hooks directory, included files, programs),
     /// lexical and physical: git configuration ([`git_named`]).
@@ -618,6 +634,7 @@ impl<'a> Checker<'a> {
             tainted: Vec::new(),
             origin: "",
             lstat_memo: RefCell::new(HashMap::new()),
+            plain_memo: RefCell::new(Vec::new()),
             link_memo: RefCell::new(HashMap::new()),
             git_named: Vec::new(),
             git_unknown: None,
