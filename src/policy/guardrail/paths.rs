@@ -262,7 +262,12 @@ impl<'a> Checker<'a> {
                     self.display(comps)
                 )));
             }
-            self.judge(comps, *node, access, what, false)?;
+            if *comps == lexical {
+                // Its protected names were judged just above (the lexical form, same access).
+                self.judge_use(comps, *node, access, what)?;
+            } else {
+                self.judge(comps, *node, access, what, false)?;
+            }
         }
         Ok(kernel)
     }
