@@ -42,6 +42,7 @@ impl<'a> Checker<'a> {
         }
         let mut full = String::with_capacity(here.len() + 64);
         full.push_str(here);
+        let mut stretch = 1;
         for c in queue {
             match c {
                 "" | "." => continue,
@@ -49,8 +50,14 @@ impl<'a> Checker<'a> {
                 c => {
                     full.push('/');
                     full.push_str(c);
+                    stretch += 1;
                 }
             }
+        }
+        // One look costs three system calls (`openat2`, `fstat`, `close`): for fewer
+        // components than that, `lstat` each.
+        if stretch < LOOK_AHEAD_MIN {
+            return true;
         }
         if let Some(n) = self.fs.lstat_plain(Path::new(&full)) {
             self.plain_memo.borrow_mut().push((full, n));
@@ -368,6 +375,10 @@ impl<'a> Checker<'a> {
         }
     }
 }
+
+/// The fewest components not known yet for which [`Checker::resolve`] asks
+/// [`FsProbe::lstat_plain`] once instead of `lstat` per component.
+const LOOK_AHEAD_MIN: usize = 3;
 
 /// Drop the last `/component` of a path built by `resolve` (`"/a/b"` → `"/a"`, `"/a"` → `""`).
 fn pop_comp(here: &mut String) {
