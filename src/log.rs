@@ -117,13 +117,24 @@ impl AuditLog {
         };
     }
 
+    /// Open the log for appending: never through a symlink (`O_NOFOLLOW`), created 0600, and
+    /// only a regular file. `O_NONBLOCK` keeps a FIFO put in the log's place from blocking
+    /// the `open` (no reader) or a write (a full pipe) on OpenCode's main thread; it has no
+    /// effect on a regular file. Anything but a regular file is an error (red team 3).
     fn open(&self) -> std::io::Result<std::fs::File> {
-        OpenOptions::new()
+        let file = OpenOptions::new()
             .append(true)
             .create(true)
             .mode(0o600)
-            .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
-            .open(&self.path)
+            .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC | libc::O_NONBLOCK)
+            .open(&self.path)?;
+        if !file.metadata()?.file_type().is_file() {
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::InvalidInput,
+                "the audit log is not a regular file",
+            ));
+        }
+        Ok(file)
     }
 
     fn append(&self, bytes: &[u8]) -> std::io::Result<()> {
@@ -457,3 +468,7 @@ mod tests {
         assert!(h.chars().all(|c| c.is_ascii_hexdigit()));
     }
 }
+
+#[cfg(test)]
+#[path = "log_redteam_tests.rs"]
+mod redteam_tests;

@@ -117,6 +117,8 @@ describe('Sessions', () => {
     const { sessions } = make();
     const id = sid('r');
     sessions.turnStarting(id, 'msg_1');
+    // OpenCode stores it (message.updated) and starts no loop.
+    expect(sessions.turnStarting(id, 'msg_1', true)).toBe(false);
     expect(sessions.status(id, false, true)).toBe(false);
     await new Promise((r) => setTimeout(r, STARTING_GRACE_MS + 20));
     // An event's idle still counts as stale; the server's is believed now.
@@ -124,6 +126,22 @@ describe('Sessions', () => {
     expect(sessions.status(id, false, true)).toBe(true);
     expect(sessions.isBusy(id)).toBe(false);
     expect(sessions.startingFor(id)).toBeUndefined();
+  });
+
+  test('red team 3: a user message not stored yet (a slow chat.message hook) keeps the session busy past the grace', async () => {
+    const { sessions } = make();
+    const id = sid('s');
+    sessions.turnStarting(id, 'msg_1');
+    await new Promise((r) => setTimeout(r, STARTING_GRACE_MS + 20));
+    // Created, not stored: OpenCode has not started its loop, whatever the server says.
+    expect(sessions.status(id, false, true)).toBe(false);
+    expect(sessions.isBusy(id)).toBe(true);
+    // Stored now: the grace starts again from here.
+    expect(sessions.turnStarting(id, 'msg_1', true)).toBe(false);
+    expect(sessions.status(id, false, true)).toBe(false);
+    await new Promise((r) => setTimeout(r, STARTING_GRACE_MS + 20));
+    expect(sessions.status(id, false, true)).toBe(true);
+    expect(sessions.isBusy(id)).toBe(false);
   });
 
   test("a deleted session (ended) leaves the registry and its undelivered mail goes to dead-letter", () => {

@@ -340,7 +340,8 @@ function startInstance(
         break;
       case "user-message":
         // Normally seen first in chat.message; this covers a hook OpenCode did not call.
-        sessions.turnStarting(fact.sessionId, fact.messageId);
+        // Stored: a message seen in chat.message (not stored then) may now start its grace.
+        sessions.turnStarting(fact.sessionId, fact.messageId, true);
         break;
       case "status":
         // An idle while a user message's turn is starting is stale: ignored (Sessions.status).

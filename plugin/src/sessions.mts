@@ -20,6 +20,15 @@ const USER_IDS_KEPT = 32;
  */
 export const STARTING_GRACE_MS = 1000;
 
+/**
+ * How long (ms) a user message seen in `chat.message` but not stored yet (no `message.updated`)
+ * keeps its session busy against the server's idle. OpenCode awaits every plugin's
+ * `chat.message` hook before it stores the message and starts the loop, so another plugin's
+ * slow hook keeps the status idle for as long as it runs (red team 3). The cap only ends the
+ * wait for a message that is never stored (its creation failed).
+ */
+export const UNSTORED_CAP_MS = 30_000;
+
 /** Registration and busy/idle state of the instance's sessions. */
 export class Sessions {
   private readonly brokers = new Map<string, Broker>();
@@ -31,6 +40,12 @@ export class Sessions {
    * {@link Sessions.turnStarting}.
    */
   private readonly starting = new Map<string, number>();
+  /**
+   * User messages seen in `chat.message` (created, not stored yet) per starting session: the
+   * grace of {@link STARTING_GRACE_MS} runs only from their storing (see
+   * {@link Sessions.status}).
+   */
+  private readonly unstored = new Map<string, Set<string>>();
   /** The latest user message ids seen per session (chat.message, message.updated), newest last. */
   private readonly userMessages = new Map<string, string[]>();
   private readonly lookups = new Map<string, Promise<string | null | undefined>>();
@@ -151,6 +166,7 @@ export class Sessions {
     this.parents.delete(sessionId);
     this.busy.delete(sessionId);
     this.starting.delete(sessionId);
+    this.unstored.delete(sessionId);
     this.userMessages.delete(sessionId);
     const b = this.brokers.get(sessionId);
     if (!b) return;
@@ -192,6 +208,7 @@ export class Sessions {
   setBusy(sessionId: string, busy: boolean): void {
     this.busy.set(sessionId, busy);
     this.starting.delete(sessionId);
+    this.unstored.delete(sessionId);
   }
 
   /**
@@ -208,14 +225,28 @@ export class Sessions {
    * stale one (published before this message) and ignored; a user message that starts no loop
    * (`noReply`) is settled by the fallback timer's server check ({@link Sessions.status}
    * with `fromServer`, {@link Sessions.startingFor}).
+   *
+   * `stored`: the message is stored already (`message.updated`); false for `chat.message`,
+   * which OpenCode calls before it stores the message. While a message seen there is not
+   * stored, the server's idle does not apply (up to {@link UNSTORED_CAP_MS}); once it is, the
+   * grace starts again from then.
    */
-  turnStarting(sessionId: string, messageId?: string): boolean {
+  turnStarting(sessionId: string, messageId?: string, stored = false): boolean {
     if (messageId) {
       const seen = this.userMessages.get(sessionId) ?? [];
-      if (seen.includes(messageId)) return false;
+      if (seen.includes(messageId)) {
+        const pending = this.unstored.get(sessionId);
+        if (stored && pending?.delete(messageId) && this.starting.has(sessionId)) this.starting.set(sessionId, Date.now());
+        return false;
+      }
       seen.push(messageId);
       if (seen.length > USER_IDS_KEPT) seen.shift();
       this.userMessages.set(sessionId, seen);
+      if (!stored) {
+        const pending = this.unstored.get(sessionId) ?? new Set<string>();
+        pending.add(messageId);
+        this.unstored.set(sessionId, pending);
+      }
     }
     this.busy.set(sessionId, true);
     if (!this.starting.has(sessionId)) this.starting.set(sessionId, Date.now());
@@ -237,6 +268,8 @@ export class Sessions {
     }
     const since = this.starting.get(sessionId);
     if (since !== undefined && (!fromServer || Date.now() - since < STARTING_GRACE_MS)) return false;
+    // A user message created but not stored yet: its loop has not started, whatever the server says.
+    if (since !== undefined && (this.unstored.get(sessionId)?.size ?? 0) > 0 && Date.now() - since < UNSTORED_CAP_MS) return false;
     this.setBusy(sessionId, false);
     return true;
   }

@@ -400,13 +400,17 @@ impl Broker {
         registered && !(watching && crate::watch::is_dead(self.root.path()))
     }
 
-    /// Stop the watch, if any. Idempotent.
-    pub fn unwatch(&self) {
-        let w = self
-            .watcher
+    /// Take this handle's watch out of it (a poisoned lock still yields it).
+    fn take_watcher(&self) -> Option<InboxWatcher> {
+        self.watcher
             .lock()
             .unwrap_or_else(|p| p.into_inner())
-            .take();
+            .take()
+    }
+
+    /// Stop the watch, if any. Idempotent.
+    pub fn unwatch(&self) {
+        let w = self.take_watcher();
         if let Some(w) = w {
             w.stop();
         }
@@ -519,11 +523,7 @@ impl Drop for Broker {
         // crashed-and-restarted plugin must not unregister its successor. So is the end of a
         // watch: a handle dropped while open (an unreferenced JS object collected) keeps its
         // watch as long as its registration, i.e. until the process exits.
-        let w = self
-            .watcher
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .take();
+        let w = self.take_watcher();
         if let Some(w) = w {
             if self.closed.load(Ordering::Acquire) {
                 w.stop();

@@ -342,3 +342,66 @@ fn chained_splices_keep_the_cached_snapshot_equal_to_the_file() {
     }
     assert!(splices > 1000, "{splices}");
 }
+
+/// Red team 3 (docs/redteam-2026-12.md): hostile pending files a generator does not make —
+/// duplicated keys inside a record (the last wins, as in c2c's Python), a slot nested in an
+/// array, a non-string perm id, numbers spelt oddly, a byte-order mark. On each, every check
+/// (valid supervisor, the duplicated key's other value, a non-supervisor, an unknown id) and an
+/// open must give the full path's answer and bytes that parse to the full path's records.
+#[test]
+fn hostile_pending_files_take_the_full_paths_meaning() {
+    let slot = |id: &str, extra: &str| {
+        format!(
+            r#"{{"perm_id":"{id}","kind":"permission","requester_session_id":"ses_x","requester_alias":"req","supervisors":["boss"],"created_at":1.7e9,"expires_at":{exp},"fallthrough_fired_at":[],"resolved_at":null,"verdict":null{extra}}}"#,
+            exp = NOW + 600.0
+        )
+    };
+    let files = [
+        // perm_id twice: the record is p1's (last wins), never p_evil's
+        format!("[{}]", slot("p_evil", r#","perm_id":"p1""#)),
+        // supervisors twice: mallory is the supervisor, boss is not
+        format!("[{}]", slot("p1", r#","supervisors":["mallory"]"#)),
+        // resolved_at twice: resolved already
+        format!("[{}]", slot("p1", r#","resolved_at":1.0"#)),
+        // expires_at twice: expired
+        format!(
+            "[{}, {}]",
+            slot("p1", r#","expires_at":1.0"#),
+            slot("p2", "")
+        ),
+        // a slot nested in an array is no slot; the real one after it is
+        format!("[[{}], {}]", slot("p1", ""), slot("p2", "")),
+        // a non-string perm id
+        format!(
+            "[{}]",
+            slot("p1", "").replace(r#""perm_id":"p1""#, r#""perm_id":1"#)
+        ),
+        // numbers spelt oddly, escapes in keys and values
+        format!(
+            "[ {} ,\n{} ]",
+            slot("p1", r#","n":-0.0,"m":1E2,"k":[[[]]],"s":"\u2028\\\"]""#),
+            slot("p\\u0032", "")
+        ),
+    ];
+    for f in &files {
+        let bytes = f.as_bytes();
+        for (perm_id, replier) in [
+            ("p1", "boss"),
+            ("p1", "mallory"),
+            ("p_evil", "boss"),
+            ("p2", "boss"),
+            ("p2", "BOSS"),
+            ("nope", "boss"),
+        ] {
+            compare_stamp(bytes, perm_id, replier, NOW);
+        }
+        for id in ["p1", "p2", "p_new"] {
+            compare(bytes, &new_slot(id, "req"), Caps::default(), NOW);
+        }
+    }
+    // A byte-order mark: not JSON for either path (c2c's json.loads refuses it too).
+    let mut bom = b"\xEF\xBB\xBF".to_vec();
+    bom.extend_from_slice(files[0].as_bytes());
+    assert!(Snapshot::parse(std::path::Path::new("p.json"), &bom).is_err());
+    assert!(insert_first(&bom, b"{}", false).is_none());
+}

@@ -143,12 +143,7 @@ pub fn invite(
     invitee: &str,
     lock_timeout: Duration,
 ) -> Result<()> {
-    let dir = root.room_dir(room_id, false)?;
-    if !dir.exists() {
-        return Err(Error::UnknownRoom {
-            room_id: room_id.into(),
-        });
-    }
+    let dir = existing_room_dir(root, room_id)?;
     let members_path = dir.join("members.json");
     let meta_path = dir.join("meta.json");
     store::with_locks(&[&members_path], lock_timeout, || {
@@ -180,12 +175,7 @@ pub fn delete(
     force: bool,
     lock_timeout: Duration,
 ) -> Result<()> {
-    let dir = root.room_dir(room_id, false)?;
-    if !dir.exists() {
-        return Err(Error::UnknownRoom {
-            room_id: room_id.into(),
-        });
-    }
+    let dir = existing_room_dir(root, room_id)?;
     let refused = |reason: String| Error::RoomDeleteRefused {
         room_id: room_id.into(),
         reason,
@@ -261,4 +251,18 @@ pub fn members(root: &BrokerRoot, room_id: &str) -> Result<Vec<Value>> {
         });
     }
     store::read_array(&path)
+}
+
+/// `rooms/<room_id>/` when it exists (as [`BrokerRoot::room_dir`] checks it).
+///
+/// # Errors
+/// [`Error::UnknownRoom`] when it does not; [`Error::RootInsecure`] as `room_dir`.
+fn existing_room_dir(root: &BrokerRoot, room_id: &str) -> Result<std::path::PathBuf> {
+    let dir = root.room_dir(room_id, false)?;
+    if !dir.exists() {
+        return Err(Error::UnknownRoom {
+            room_id: room_id.into(),
+        });
+    }
+    Ok(dir)
 }

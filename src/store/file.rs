@@ -27,12 +27,30 @@ use serde_json::Value;
 
 use crate::error::{Error, Result};
 
-/// Open a file for reading without following a symlink at its last component.
+/// Open a regular file for reading without following a symlink at its last component.
+///
+/// `O_NONBLOCK`: a FIFO put in the file's place would otherwise block the `open` until a
+/// writer comes, hanging the caller (OpenCode's main thread); it has no effect on a regular
+/// file. Anything but a regular file (FIFO, directory, device) is then an error
+/// (`InvalidInput`), never read, so it can never read as empty (red team 3).
 pub(crate) fn open_read_nofollow(path: &Path) -> std::io::Result<File> {
-    OpenOptions::new()
+    open_read_nofollow_meta(path).map(|(file, _)| file)
+}
+
+/// [`open_read_nofollow`] and the file's metadata (its `fstat`, taken once).
+fn open_read_nofollow_meta(path: &Path) -> std::io::Result<(File, std::fs::Metadata)> {
+    let file = OpenOptions::new()
         .read(true)
-        .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
-        .open(path)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC | libc::O_NONBLOCK)
+        .open(path)?;
+    let meta = file.metadata()?;
+    if !meta.file_type().is_file() {
+        return Err(std::io::Error::new(
+            ErrorKind::InvalidInput,
+            "not a regular file",
+        ));
+    }
+    Ok((file, meta))
 }
 
 /// Read a JSON-array file. An absent file reads as `[]`.
@@ -60,12 +78,11 @@ pub(crate) fn read_bytes(path: &Path) -> Result<Option<(std::fs::Metadata, Vec<u
 pub(crate) fn read_bytes_open(
     path: &Path,
 ) -> Result<Option<(std::fs::File, std::fs::Metadata, Vec<u8>)>> {
-    let mut file = match open_read_nofollow(path) {
+    let (mut file, meta) = match open_read_nofollow_meta(path) {
         Ok(f) => f,
         Err(e) if e.kind() == ErrorKind::NotFound => return Ok(None),
         Err(e) => return Err(Error::io(path, e)),
     };
-    let meta = file.metadata().map_err(|e| Error::io(path, e))?;
     let mut bytes = Vec::with_capacity(meta.len() as usize + 1);
     file.read_to_end(&mut bytes)
         .map_err(|e| Error::io(path, e))?;

@@ -270,6 +270,20 @@ pub struct RoleLock {
     _file: File,
 }
 
+/// Open (creating it 0600 if needed) the lock file `lock_path`, never through a symlink
+/// (`O_NOFOLLOW`: a symlink in its place is refused with `ELOOP`).
+fn open_sidecar(lock_path: &Path) -> Result<File> {
+    OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .mode(0o600)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
+        .open(lock_path)
+        .map_err(|source| Error::io(lock_path, source))
+}
+
 impl RoleLock {
     /// Take `lock_path` (created 0600, never through a symlink) if no one holds it;
     /// `Ok(None)` when another holder does.
@@ -277,15 +291,7 @@ impl RoleLock {
     /// # Errors
     /// [`Error::Io`] when the file cannot be opened or locked.
     pub fn try_take(lock_path: &Path) -> Result<Option<RoleLock>> {
-        let file = OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create(true)
-            .truncate(false)
-            .mode(0o600)
-            .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
-            .open(lock_path)
-            .map_err(|source| Error::io(lock_path, source))?;
+        let file = open_sidecar(lock_path)?;
         match set_ofd_lock(&file, false) {
             Ok(()) => Ok(Some(RoleLock { _file: file })),
             Err(Errno::EAGAIN) | Err(Errno::EACCES) => Ok(None),
@@ -303,15 +309,7 @@ impl LockGuard {
     /// [`Error::Io`] when the sidecar cannot be opened (a symlink in its place is refused
     /// with `ELOOP`).
     pub fn acquire(lock_path: &Path, timeout: Duration) -> Result<LockGuard> {
-        let file = OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create(true)
-            .truncate(false)
-            .mode(0o600)
-            .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
-            .open(lock_path)
-            .map_err(|source| Error::io(lock_path, source))?;
+        let file = open_sidecar(lock_path)?;
         match set_ofd_lock(&file, false) {
             Ok(()) => return Ok(LockGuard::granted(file, lock_path)),
             Err(Errno::EAGAIN) | Err(Errno::EACCES) | Err(Errno::EINTR) => {}

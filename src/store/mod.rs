@@ -189,13 +189,7 @@ pub fn update_array_unsynced<T>(
     lock_timeout: std::time::Duration,
     f: impl FnOnce(&mut Vec<Value>) -> Result<(T, bool)>,
 ) -> Result<T> {
-    let _guard = LockGuard::acquire(&lock::sidecar_path(path), lock_timeout)?;
-    let mut records = read_array(path)?;
-    let (out, changed) = f(&mut records)?;
-    if changed {
-        file::write_array_unsynced(path, &records)?;
-    }
-    Ok(out)
+    locked_update(path, lock_timeout, f, file::write_array_unsynced)
 }
 
 /// Read-modify-write of the JSON-array file `path` under its sidecar lock.
@@ -212,11 +206,23 @@ pub fn update_array<T>(
     lock_timeout: std::time::Duration,
     f: impl FnOnce(&mut Vec<Value>) -> Result<(T, bool)>,
 ) -> Result<T> {
+    locked_update(path, lock_timeout, f, write_array_atomic)
+}
+
+/// The read-modify-write both [`update_array`] and [`update_array_unsynced`] run: lock the
+/// sidecar, read (never a corrupt file as empty), let `f` change the records, and `write` them
+/// only when `f` says it changed them.
+fn locked_update<T>(
+    path: &Path,
+    lock_timeout: std::time::Duration,
+    f: impl FnOnce(&mut Vec<Value>) -> Result<(T, bool)>,
+    write: fn(&Path, &[Value]) -> Result<()>,
+) -> Result<T> {
     let _guard = LockGuard::acquire(&lock::sidecar_path(path), lock_timeout)?;
     let mut records = read_array(path)?;
     let (out, changed) = f(&mut records)?;
     if changed {
-        write_array_atomic(path, &records)?;
+        write(path, &records)?;
     }
     Ok(out)
 }

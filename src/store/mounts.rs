@@ -25,9 +25,10 @@
 //! the code relies on, not what the tests prove.
 //!
 //! The mount of a directory is found by its device number (`st_dev` = mountinfo's
-//! `major:minor`; the last such mount wins, as a later mount hides an earlier one), else by the
-//! longest mount point that prefixes the directory's canonical path. Answers are cached per
-//! device for the life of the process.
+//! `major:minor`; the last such mount wins, as a later mount hides an earlier one). A
+//! directory whose device no mount lists (a btrfs subvolume, a mount this process cannot see)
+//! is on an unknown file system: `false`. Answers are cached per device until the mount table
+//! changes ([`orders_data_before_rename`]).
 
 use std::path::{Path, PathBuf};
 
@@ -160,32 +161,73 @@ fn block_device_name(mount: &MountEntry) -> Option<String> {
 
 /// Whether the file system of `dir` writes a file's data before it commits a `rename` of that
 /// file over an existing one (the module doc's table). Unknown, unreadable or not Linux:
-/// `false`, the safe answer (callers then fsync before the rename). Cached per device.
+/// `false`, the safe answer (callers then fsync before the rename).
+///
+/// Answers are cached per device while the mount table is unchanged: a mount, unmount or
+/// remount in this mount namespace (`poll` on `/proc/self/mountinfo` reports `POLLPRI`,
+/// proc(5)) empties the cache, since a device number is reused by the next file system on a
+/// loop device or an anonymous device, and a remount may turn `auto_da_alloc` off (red team
+/// 3). Without that watch nothing is cached.
 pub(crate) fn orders_data_before_rename(dir: &Path) -> bool {
     #[cfg(any(target_os = "linux", target_os = "android"))]
     {
-        use std::collections::HashMap;
         use std::os::unix::fs::MetadataExt;
-        use std::sync::{Mutex, OnceLock};
-        static CACHE: OnceLock<Mutex<HashMap<u64, bool>>> = OnceLock::new();
+        use std::sync::Mutex;
+        static CACHE: Mutex<Option<Answers>> = Mutex::new(None);
         let Ok(meta) = std::fs::metadata(dir) else {
             return false;
         };
         let dev = meta.dev();
-        let cache = CACHE.get_or_init(|| Mutex::new(HashMap::new()));
-        if let Some(v) = cache.lock().ok().and_then(|c| c.get(&dev).copied()) {
-            return v;
+        let mut guard = CACHE
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let answers = guard.get_or_insert_with(Answers::default);
+        if answers.watch.is_none() {
+            answers.by_dev.clear();
+            answers.watch = std::fs::File::open("/proc/self/mountinfo").ok();
+        }
+        let Some(watch) = &answers.watch else {
+            return decide_now(dir, dev);
+        };
+        if mount_table_changed(watch) {
+            answers.by_dev.clear();
+        }
+        if let Some(v) = answers.by_dev.get(&dev) {
+            return *v;
         }
         let answer = decide_now(dir, dev);
-        if let Ok(mut c) = cache.lock() {
-            c.insert(dev, answer);
-        }
+        answers.by_dev.insert(dev, answer);
         answer
     }
     #[cfg(not(any(target_os = "linux", target_os = "android")))]
     {
         let _ = dir;
         false
+    }
+}
+
+/// The cached answers of [`orders_data_before_rename`], per device (`st_dev`), and the open
+/// `/proc/self/mountinfo` whose `poll` says when they are stale.
+#[cfg(any(target_os = "linux", target_os = "android"))]
+#[derive(Default)]
+struct Answers {
+    watch: Option<std::fs::File>,
+    by_dev: std::collections::HashMap<u64, bool>,
+}
+
+/// Whether the mount table changed since `watch` last said (or was opened): `poll` with no
+/// wait reports `POLLPRI`/`POLLERR` once per change (proc(5), `/proc/<pid>/mounts`). A failed
+/// `poll` counts as a change.
+#[cfg(any(target_os = "linux", target_os = "android"))]
+fn mount_table_changed(watch: &std::fs::File) -> bool {
+    use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
+    use std::os::fd::AsFd;
+    let mut fds = [PollFd::new(watch.as_fd(), PollFlags::POLLPRI)];
+    match poll(&mut fds, PollTimeout::ZERO) {
+        Ok(_) => fds[0]
+            .revents()
+            .is_none_or(|r| r.intersects(PollFlags::POLLPRI | PollFlags::POLLERR)),
+        Err(_) => true,
     }
 }
 
@@ -205,6 +247,11 @@ fn decide_now(dir: &Path, dev: u64) -> bool {
     let Some(mount) = find_mount(&entries, dev, &canonical) else {
         return false;
     };
+    // Found by path only: the directory is on another file system than that mount (a btrfs
+    // subvolume, or one this process cannot see), whose kind is unknown (red team 3).
+    if mount.dev != dev {
+        return false;
+    }
     let ext4_options = match mount.fstype.as_str() {
         "ext3" | "ext4" => block_device_name(mount)
             .and_then(|n| std::fs::read_to_string(format!("/proc/fs/ext4/{n}/options")).ok()),
@@ -355,3 +402,7 @@ mod tests {
         }
     }
 }
+
+#[cfg(test)]
+#[path = "mounts_redteam_tests.rs"]
+mod redteam_tests;
