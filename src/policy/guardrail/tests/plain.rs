@@ -170,7 +170,10 @@ fn one_walk_edit_verdicts_equal_the_per_component_walk() {
     let wt = w.to_str().unwrap().to_string();
     let (mut approved, mut left) = (0, 0);
     for raw in paths(&w).into_iter().step_by(7) {
-        let rel = raw.strip_prefix(&format!("{wt}/")).unwrap_or(&raw).to_string();
+        let rel = raw
+            .strip_prefix(&format!("{wt}/"))
+            .unwrap_or(&raw)
+            .to_string();
         let req = PermissionRequest {
             permission: "edit".into(),
             filepath: Some(raw.clone()),
@@ -187,7 +190,10 @@ fn one_walk_edit_verdicts_equal_the_per_component_walk() {
         }
     }
     // The generated edits are of both kinds (not all approved, not all left).
-    assert!(approved > 100 && left > 100, "approved {approved}, left {left}");
+    assert!(
+        approved > 100 && left > 100,
+        "approved {approved}, left {left}"
+    );
 }
 
 #[test]
