@@ -30,7 +30,9 @@
 //! configuration files are read for git commands, `gitconfig.rs`): component by
 //! component from the real working directory, following existing symlinks (chains, relative
 //! and absolute targets, dangling ones as the path they would create; more than 40 → leave),
-//! applying `..` after resolution. A path through `/proc` or an unreadable directory is left,
+//! applying `..` after resolution (a stretch of 3+ components with no symlink is looked at in
+//! one `openat2(RESOLVE_NO_SYMLINKS)`, `plain.rs`, with the same answers; anything else is
+//! looked at per component). A path through `/proc` or an unreadable directory is left,
 //! and so is a file with more than one hard link (except for listing).
 //! The lexically folded form is checked as well (OpenCode's edit tools fold `..` before the
 //! kernel sees the path). Then, by access:
