@@ -104,6 +104,19 @@ impl AuditLog {
         };
     }
 
+    /// [`AuditLog::event`] from borrowed fields: the same line, byte for byte, as
+    /// `event(event, fields!{k => v, ...})` with the same keys and values in the same order,
+    /// without building a map (no key or value copied, nothing hashed). `fields` keys must
+    /// be distinct; `ts` and `event` are dropped like [`AuditLog::event`] drops them. Never
+    /// fails the caller.
+    pub fn event_fields(&self, event: &str, fields: &[(&str, AuditValue<'_>)]) {
+        let bytes = line_fields(crate::time::now_secs(), event, fields);
+        let _ = match &self.held {
+            Some(held) => self.append_held(held, &bytes),
+            None => self.append(&bytes),
+        };
+    }
+
     /// Open the log for appending: never through a symlink (`O_NOFOLLOW`), created 0600, and
     /// only a regular file. `O_NONBLOCK` keeps a FIFO put in the log's place from blocking
     /// the `open` (no reader) or a write (a full pipe) on OpenCode's main thread; it has no
@@ -227,6 +240,42 @@ fn line(ts: f64, event: &str, fields: &Map<String, Value>) -> Vec<u8> {
     out
 }
 
+/// A borrowed field value of [`AuditLog::event_fields`], written as `serde_json::json!` of the
+/// same Rust value would be.
+#[derive(Debug, Clone, Copy)]
+pub enum AuditValue<'a> {
+    /// A JSON string.
+    Str(&'a str),
+    /// A JSON string, or `null` for `None`.
+    OptStr(Option<&'a str>),
+    /// `true` / `false`.
+    Bool(bool),
+}
+
+/// [`line`] from borrowed fields (see [`AuditLog::event_fields`]).
+fn line_fields(ts: f64, event: &str, fields: &[(&str, AuditValue<'_>)]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(64 + 48 * fields.len());
+    out.extend_from_slice(b"{\"ts\":");
+    let _ = serde_json::to_writer(&mut out, &Value::from(ts));
+    out.extend_from_slice(b",\"event\":");
+    let _ = serde_json::to_writer(&mut out, event);
+    for (k, v) in fields {
+        if *k == "ts" || *k == "event" {
+            continue;
+        }
+        out.push(b',');
+        let _ = serde_json::to_writer(&mut out, k);
+        out.push(b':');
+        let _ = match v {
+            AuditValue::Str(s) => serde_json::to_writer(&mut out, s),
+            AuditValue::OptStr(s) => serde_json::to_writer(&mut out, s),
+            AuditValue::Bool(b) => serde_json::to_writer(&mut out, b),
+        };
+    }
+    out.extend_from_slice(b"}\n");
+    out
+}
+
 /// Build a field map: `fields!{"a" => 1, "b" => "x"}`.
 #[macro_export]
 macro_rules! fields {
@@ -278,6 +327,36 @@ mod tests {
             })
             .map(|l| serde_json::from_str(&l).unwrap())
             .collect()
+    }
+
+    #[test]
+    fn borrowed_fields_make_the_same_line_as_a_map() {
+        use super::AuditValue::*;
+        let peer: Option<String> = Some("c2c-\"1\"\n\u{1}é".into());
+        let none: Option<&str> = None;
+        let map = fields! {
+            "request" => "per_1",
+            "basis" => Some("peer-turn"),
+            "folded" => true,
+            "inherited" => false,
+            "peerMessageId" => peer,
+            "category" => none,
+            "ts" => "dropped",
+            "reason" => "a \\ b / c\t",
+        };
+        let borrowed = [
+            ("request", Str("per_1")),
+            ("basis", OptStr(Some("peer-turn"))),
+            ("folded", Bool(true)),
+            ("inherited", Bool(false)),
+            ("peerMessageId", OptStr(peer.as_deref())),
+            ("category", OptStr(none)),
+            ("ts", Str("dropped")),
+            ("reason", Str("a \\ b / c\t")),
+        ];
+        let a = super::line(1.5, "permission_decision", &map);
+        let b = super::line_fields(1.5, "permission_decision", &borrowed);
+        assert_eq!(String::from_utf8(a).unwrap(), String::from_utf8(b).unwrap());
     }
 
     #[test]

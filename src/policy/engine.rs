@@ -57,7 +57,7 @@ use crate::opencode::{
     Event, FetchedMessage, FetchedSession, MalformedPermission, Part, PartKind, PermissionAsked,
 };
 use crate::provenance::{Basis, EpochMs, Limits, Lookup, TurnIndex};
-use crate::{fields, Error, Result};
+use crate::{Error, Result};
 
 /// How the plugin instance configures its gate.
 #[derive(Debug, Clone)]
@@ -624,25 +624,35 @@ impl PermissionGate {
         out.category = category;
         out.guardrail_reason = guard_hit.map(|h| h.reason);
         if let Some(log) = &self.audit {
-            log.event(
+            // Borrowed fields: the line `fields!` would make, without copying them into a map.
+            use crate::log::AuditValue::{Bool, OptStr, Str};
+            let session = short_hash(req.session);
+            log.event_fields(
                 "permission_decision",
-                fields! {
-                    "request" => req.id,
-                    "session" => short_hash(req.session),
-                    "kind" => kind.event_type(),
-                    "permission" => req.permission,
-                    "provenance" => if provenance.is_peer_triggered() { "peer" } else { "local" },
-                    "basis" => out.basis,
-                    "folded" => provenance.folded,
-                    "inherited" => provenance.inherited,
-                    "peerMessageId" => out.peer_message_id,
-                    "from" => out.from,
-                    "mode" => self.mode.as_str(),
-                    "decision" => action.as_str(),
-                    "reason" => out.reason,
-                    "category" => out.category,
-                    "guardrailReason" => out.guardrail_reason.as_deref(),
-                },
+                &[
+                    ("request", Str(req.id)),
+                    ("session", Str(&session)),
+                    ("kind", Str(kind.event_type())),
+                    ("permission", Str(req.permission)),
+                    (
+                        "provenance",
+                        Str(if provenance.is_peer_triggered() {
+                            "peer"
+                        } else {
+                            "local"
+                        }),
+                    ),
+                    ("basis", OptStr(out.basis)),
+                    ("folded", Bool(provenance.folded)),
+                    ("inherited", Bool(provenance.inherited)),
+                    ("peerMessageId", OptStr(out.peer_message_id.as_deref())),
+                    ("from", OptStr(out.from.as_deref())),
+                    ("mode", Str(self.mode.as_str())),
+                    ("decision", Str(action.as_str())),
+                    ("reason", Str(&out.reason)),
+                    ("category", OptStr(out.category)),
+                    ("guardrailReason", OptStr(out.guardrail_reason.as_deref())),
+                ],
             );
         }
         out

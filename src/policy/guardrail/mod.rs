@@ -30,7 +30,9 @@
 //! configuration files are read for git commands, `gitconfig.rs`): component by
 //! component from the real working directory, following existing symlinks (chains, relative
 //! and absolute targets, dangling ones as the path they would create; more than 40 → leave),
-//! applying `..` after resolution. A path through `/proc` or an unreadable directory is left,
+//! applying `..` after resolution (a stretch of 3+ components with no symlink is looked at in
+//! one `openat2(RESOLVE_NO_SYMLINKS)`, `plain.rs`, with the same answers; anything else is
+//! looked at per component). A path through `/proc` or an unreadable directory is left,
 //! and so is a file with more than one hard link (except for listing).
 //! The lexically folded form is checked as well (OpenCode's edit tools fold `..` before the
 //! kernel sees the path). Then, by access:
@@ -58,6 +60,7 @@ mod gitconfig;
 mod names;
 pub(crate) mod parse;
 mod paths;
+mod plain;
 pub(crate) mod programs;
 mod protect;
 mod tools;
@@ -302,6 +305,14 @@ pub trait FsProbe {
     fn read_file(&self, _p: &Path) -> Option<String> {
         None
     }
+    /// What `lstat` says of the absolute path `p` when `lstat` of every proper prefix of it
+    /// says [`Node::Dir`] (no symlink on the way), in one look; `None` when that is not so or
+    /// not known (the resolver then asks [`FsProbe::lstat`] component by component, as it
+    /// does for any probe that does not override this). Never a different answer than the
+    /// per-component walk would give: it only saves system calls. The default knows nothing.
+    fn lstat_plain(&self, _p: &Path) -> Option<Node> {
+        None
+    }
 }
 
 /// The real file system.
@@ -345,6 +356,10 @@ impl FsProbe for RealFs {
     }
     fn read_link(&self, p: &Path) -> Option<PathBuf> {
         std::fs::read_link(p).ok()
+    }
+    /// One `openat2(RESOLVE_NO_SYMLINKS)` and `fstat` (Linux; `plain.rs`).
+    fn lstat_plain(&self, p: &Path) -> Option<Node> {
+        plain::plain_lstat(p)
     }
     fn read_dir(&self, p: &Path) -> Option<Vec<(std::ffi::OsString, Node)>> {
         let mut out = Vec::new();
@@ -585,6 +600,9 @@ struct Checker<'a> {
     /// `lstat` and `readlink` answers within this one check (never across checks: the file
     /// system changes between requests).
     lstat_memo: RefCell<HashMap<String, Node>>,
+    /// Paths [`FsProbe::lstat_plain`] answered within this one check, with its answer: each
+    /// proper prefix of one is a directory (never across checks either).
+    plain_memo: RefCell<Vec<(String, Node)>>,
     link_memo: RefCell<HashMap<String, Option<PathBuf>>>,
     /// Places the user's git configuration names (hooks directory, included files, programs),
     /// lexical and physical: git configuration ([`git_named`]).
@@ -618,6 +636,7 @@ impl<'a> Checker<'a> {
             tainted: Vec::new(),
             origin: "",
             lstat_memo: RefCell::new(HashMap::new()),
+            plain_memo: RefCell::new(Vec::new()),
             link_memo: RefCell::new(HashMap::new()),
             git_named: Vec::new(),
             git_unknown: None,

@@ -9,9 +9,60 @@ impl<'a> Checker<'a> {
         if let Some(n) = self.lstat_memo.borrow().get(p) {
             return *n;
         }
+        if let Some(n) = self.plain_known(p) {
+            return n;
+        }
         let n = self.fs.lstat(Path::new(p));
         self.lstat_memo.borrow_mut().insert(p.to_string(), n);
         n
+    }
+
+    /// What a path [`FsProbe::lstat_plain`] answered in this check says of `p`: its answer
+    /// for `p` itself, [`Node::Dir`] for a proper prefix of it.
+    fn plain_known(&self, p: &str) -> Option<Node> {
+        for (q, n) in self.plain_memo.borrow().iter() {
+            if q.len() == p.len() && q == p {
+                return Some(*n);
+            }
+            if q.len() > p.len() && q.as_bytes()[p.len()] == b'/' && q.starts_with(p) {
+                return Some(Node::Dir);
+            }
+        }
+        None
+    }
+
+    /// Before `lstat` of `here` (not known yet) in [`Checker::resolve`]: one
+    /// [`FsProbe::lstat_plain`] of `here` and the plain components still to walk (up to the
+    /// first `..`), whose answer then serves the `lstat` of each of them. When it does not
+    /// answer, nothing is kept and every component is looked at on its own. Returns whether
+    /// it looked (`false`: `here` was known already).
+    fn look_ahead<'q>(&self, here: &str, queue: impl Iterator<Item = &'q str>) -> bool {
+        if self.lstat_memo.borrow().contains_key(here) || self.plain_known(here).is_some() {
+            return false;
+        }
+        let mut full = String::with_capacity(here.len() + 64);
+        full.push_str(here);
+        let mut stretch = 1;
+        for c in queue {
+            match c {
+                "" | "." => continue,
+                ".." => break,
+                c => {
+                    full.push('/');
+                    full.push_str(c);
+                    stretch += 1;
+                }
+            }
+        }
+        // One look costs three system calls (`openat2`, `fstat`, `close`): for fewer
+        // components than that, `lstat` each.
+        if stretch < LOOK_AHEAD_MIN {
+            return true;
+        }
+        if let Some(n) = self.fs.lstat_plain(Path::new(&full)) {
+            self.plain_memo.borrow_mut().push((full, n));
+        }
+        true
     }
 
     pub(super) fn read_link(&self, p: &str) -> Option<PathBuf> {
@@ -74,6 +125,9 @@ impl<'a> Checker<'a> {
         let mut links = 0usize;
         let mut exists = true;
         let mut last = Node::Dir;
+        // One look ahead (`look_ahead`) per stretch of plain components: at the first
+        // component not known yet, and again after each symlink's target is spliced in.
+        let mut ahead = true;
         while let Some(c) = queue.pop_front() {
             match &*c {
                 "" | "." => continue,
@@ -106,6 +160,9 @@ impl<'a> Checker<'a> {
             // A trailing `/` or `/.` makes the kernel (and `rm`, `mv`, ...) follow a symlink
             // in the last component: only a bare last component is not followed.
             let is_last = queue.is_empty();
+            if ahead && self.look_ahead(&here, queue.iter().map(|c| &**c)) {
+                ahead = false;
+            }
             match self.lstat(&here) {
                 Node::Missing => {
                     exists = false;
@@ -135,6 +192,7 @@ impl<'a> Checker<'a> {
                     for (k, part) in t.split('/').enumerate() {
                         queue.insert(k, std::borrow::Cow::Owned(part.to_string()));
                     }
+                    ahead = true;
                 }
                 n => last = n,
             }
@@ -211,7 +269,12 @@ impl<'a> Checker<'a> {
                     self.display(comps)
                 )));
             }
-            self.judge(comps, *node, access, what, false)?;
+            if *comps == lexical {
+                // Its protected names were judged just above (the lexical form, same access).
+                self.judge_use(comps, *node, access, what)?;
+            } else {
+                self.judge(comps, *node, access, what, false)?;
+            }
         }
         Ok(kernel)
     }
@@ -312,6 +375,10 @@ impl<'a> Checker<'a> {
         }
     }
 }
+
+/// The fewest components not known yet for which [`Checker::resolve`] asks
+/// [`FsProbe::lstat_plain`] once instead of `lstat` per component.
+const LOOK_AHEAD_MIN: usize = 3;
 
 /// Drop the last `/component` of a path built by `resolve` (`"/a/b"` → `"/a"`, `"/a"` → `""`).
 fn pop_comp(here: &mut String) {

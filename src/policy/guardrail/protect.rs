@@ -121,6 +121,20 @@ impl<'a> Checker<'a> {
         if lexical_only {
             return Ok(());
         }
+        self.judge_use(comps, node, access, what)
+    }
+
+    /// [`Checker::judge`] after the protected names and roots ([`Checker::protected_hit`],
+    /// a pure function of `comps`, `access` and `what`): for a path whose protected names
+    /// were just judged with the same `access` and `what` (the kernel's resolution equal to
+    /// the lexical form, the usual case).
+    pub(super) fn judge_use(
+        &mut self,
+        comps: &[String],
+        node: Node,
+        access: Access,
+        what: &str,
+    ) -> Result<(), Hit> {
         let is_dev_null = comps.len() == 2 && comps[0] == "dev" && comps[1] == "null";
         if comps.first().is_some_and(|f| f == "dev") && !is_dev_null && access != Access::List {
             return Err(self.hit(format!("{what} device path {}", join(comps))));

@@ -9,6 +9,7 @@ use super::*;
 
 /// G2's findings against the engine (G3): one test per family.
 mod holes;
+mod plain;
 mod redteam;
 
 struct Fixture {
