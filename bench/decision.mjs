@@ -119,12 +119,42 @@ export function decisionFigures(addon, base, { iterations = 20_000, warmup = 500
     const d = gate.decide('asked', { id: `per_edit_${e++}`, sessionID: 'ses_bench0', permission: 'edit', patterns: ['src/a.ts'], metadata: { filepath: file, diff: '-export {}\n+export { x }\n' }, always: ['*'], tool: { messageID: 'msg_step', callID: 'call_2' } }, editInput);
     if (d.action !== 'once') throw new Error(`unexpected decision ${JSON.stringify(d)}`);
   }, { iterations, warmup });
+  // The host's own tail at the edit decision's length: each decision interleaved with a JS
+  // busy loop as long as the edit's median (no allocation, no call). An interrupted spin runs
+  // over by the interruption, so its p99 is what this machine adds to any code that long.
+  const spinNs = BigInt(Math.round(edit.stats.median * 1e6));
+  const spins = new Array(iterations);
+  const spunDecisions = new Array(iterations);
+  // ... and a plain append of an audit line's size (400 B, `fs.writeSync`, no addon) to a file
+  // beside broker.log: the floor of the line every decision writes, on this file system.
+  const appends = new Array(iterations);
+  const appendFd = fs.openSync(path.join(gateRoot, 'append-floor.log'), 'a', 0o600);
+  const appendLine = Buffer.alloc(400, 0x78);
+  appendLine[399] = 0x0a;
+  for (let i = 0; i < iterations; i++) {
+    const t0 = nowNs();
+    const d = gate.decide('asked', { id: `per_spin_${i}`, sessionID: 'ses_bench0', permission: 'edit', patterns: ['src/a.ts'], metadata: { filepath: file, diff: '-export {}\n+export { x }\n' }, always: ['*'], tool: { messageID: 'msg_step', callID: 'call_3' } }, editInput);
+    const t1 = nowNs();
+    if (d.action !== 'once') throw new Error(`unexpected decision ${JSON.stringify(d)}`);
+    const t2 = nowNs();
+    while (nowNs() - t2 < spinNs);
+    const t3 = nowNs();
+    fs.writeSync(appendFd, appendLine);
+    const t4 = nowNs();
+    spins[i] = Number(t3 - t2) / 1e6;
+    appends[i] = Number(t4 - t3) / 1e6;
+    spunDecisions[i] = Number(t1 - t0) / 1e6;
+  }
+  fs.closeSync(appendFd);
+  const spin = tailStats(spins);
+  const append = tailStats(appends);
+  const spunEdit = tailStats(spunDecisions);
   // every decision wrote its line (across rotations: c2c's 10 MiB limit is passed)
   let lines = 0;
   for (const f of fs.readdirSync(gateRoot).filter((n) => /^broker\.log(\.\d+)?$/.test(n))) {
     lines += fs.readFileSync(path.join(gateRoot, f), 'utf8').split('\n').filter((l) => l.includes('"permission_decision"')).length;
   }
-  const expected = 2 * (iterations + warmup);
+  const expected = 2 * (iterations + warmup) + iterations;
   if (lines !== expected) throw new Error(`broker.log holds ${lines} permission_decision lines, expected ${expected}`);
   const note = `paired no-op napi in the same loop: median ${fmtUs(bash.noop.median)}, p99 ${fmtUs(bash.noop.p99)}, p99.9 ${fmtUs(bash.noop.p999)}; p99.9 ${fmtUs(bash.stats.p999)}`;
   return [
@@ -132,6 +162,9 @@ export function decisionFigures(addon, base, { iterations = 20_000, warmup = 500
     { id: 'gate.observe.part', group: 'decision', name: 'PermissionGate.observe (streaming message.part.updated: text part growing to 80 KB, every 10th a running edit tool part)', stats: tailStats(partSamples), baseline: 'noop', baselineStats: bash.noop },
     { id: 'gate.decide', group: 'decision', name: 'PermissionGate.decide (peer bash, walk + guardrail + audit line) [napi]', stats: bash.stats, baseline: 'noop', baselineStats: bash.noop, goal: { text: '≤ 30 µs p99 (2× the Rust bash goal)', ok: (st) => st.p99 <= 0.03 }, note: `includes the FFI conversion and the broker.log line; ${note}` },
     { id: 'gate.decide.edit', group: 'decision', name: 'PermissionGate.decide (peer edit, walk + guardrail + audit line) [napi]', stats: edit.stats, baseline: 'noop', baselineStats: edit.noop, goal: { text: '≤ 10 µs p99 (2× the Rust edit goal)', ok: (st) => st.p99 <= 0.01 }, note: `includes the FFI conversion and the broker.log line; paired no-op p99 ${fmtUs(edit.noop.p99)}; p99.9 ${fmtUs(edit.stats.p999)}` },
+    { id: 'gate.decide.edit.spun', group: 'decision', name: 'PermissionGate.decide (peer edit) in the spin\'s loop [napi]', stats: spunEdit, baseline: 'noop', baselineStats: edit.noop, note: 'the same decision, each followed by the spin below' },
+    { id: 'machine.spin.edit', group: 'decision', name: 'machine: a JS spin of the napi edit decision\'s median, interleaved with it', stats: spin, baseline: 'noop', baselineStats: edit.noop, note: 'no allocation, no call: its tail over its median is what this host adds to code that long' },
+    { id: 'machine.append', group: 'decision', name: 'machine: a 400-byte append (fs.writeSync, no addon) beside broker.log, interleaved with them', stats: append, baseline: 'noop', baselineStats: edit.noop, note: 'the floor of the audit line each decision writes: about one append in ten starts a new page of the file' },
   ];
 }
 

@@ -257,4 +257,43 @@ fn main() {
         black_box(ix.provenance(s, m));
         black_box(guardrail::check(&edit, &ctx));
     });
+
+    // The machine's own tail at the decisions' length: each decision is interleaved with a CPU
+    // spin as long as that decision's median (no system call, no allocation). A spin that is
+    // interrupted (timer, another process, the hypervisor) runs over by the interruption, so
+    // its p99 is what this host adds to any code of that length; compare it with the
+    // decision's p99 of the same loop.
+    for (label, request) in [("edit", &edit), ("bash", &bash)] {
+        let name = format!("machine: a CPU spin of the {label} decision's median, interleaved with it");
+        if only.as_deref().is_some_and(|o| !name.contains(o)) {
+            continue;
+        }
+        let mut decide = |i: usize| {
+            let (s, m, _) = &targets[(i * 7919) % n];
+            black_box(ix.provenance(s, m));
+            black_box(guardrail::check(request, &ctx));
+        };
+        let mut warm: Vec<u64> = (0..iterations / 10)
+            .map(|i| {
+                let t = Instant::now();
+                decide(i);
+                t.elapsed().as_nanos() as u64
+            })
+            .collect();
+        warm.sort_unstable();
+        let length = std::time::Duration::from_nanos(warm[warm.len() / 2]);
+        let (mut decisions, mut spins) = (Vec::new(), Vec::new());
+        for i in 0..iterations {
+            let t = Instant::now();
+            decide(i);
+            decisions.push(t.elapsed().as_nanos() as u64);
+            let t = Instant::now();
+            while t.elapsed() < length {
+                std::hint::spin_loop();
+            }
+            spins.push(t.elapsed().as_nanos() as u64);
+        }
+        stats(&format!("paired: decision ({label}) in the spin's loop"), decisions);
+        stats(&name, spins);
+    }
 }
