@@ -264,7 +264,8 @@ fn main() {
     // its p99 is what this host adds to any code of that length; compare it with the
     // decision's p99 of the same loop.
     for (label, request) in [("edit", &edit), ("bash", &bash)] {
-        let name = format!("machine: a CPU spin of the {label} decision's median, interleaved with it");
+        let name =
+            format!("machine: a CPU spin of the {label} decision's median, interleaved with it");
         if only.as_deref().is_some_and(|o| !name.contains(o)) {
             continue;
         }
@@ -293,7 +294,10 @@ fn main() {
             }
             spins.push(t.elapsed().as_nanos() as u64);
         }
-        stats(&format!("paired: decision ({label}) in the spin's loop"), decisions);
+        stats(
+            &format!("paired: decision ({label}) in the spin's loop"),
+            decisions,
+        );
         stats(&name, spins);
     }
 }
