@@ -213,3 +213,34 @@ fn mounts_inside_the_project_are_judged_alike() {
         eprintln!("{}: {what}", if *l { "left" } else { "APPROVED" });
     }
 }
+
+/// A directory without search permission on the way (meaningful when the test runs
+/// unprivileged: `setpriv --reuid=65534 --regid=65534 --clear-groups <test binary>`; root
+/// searches anyway): `openat2` and `lstat` both fail with EACCES, and the request is left by
+/// both walks. Without search permission on the parent of the last component alone, likewise.
+#[test]
+fn a_directory_without_search_permission_is_judged_alike() {
+    use std::os::unix::fs::PermissionsExt;
+    let (_d, w, home) = tree();
+    let ctx = PathContext::new(&w, &w, &home);
+    let nox = w.join("a/b/nox");
+    fs::create_dir_all(nox.join("d/e")).unwrap();
+    fs::write(nox.join("d/e/f"), "x").unwrap();
+    fs::set_permissions(&nox, fs::Permissions::from_mode(0o600)).unwrap();
+    let ws = w.to_str().unwrap();
+    let unprivileged = !is_root();
+    for p in [
+        format!("{ws}/a/b/nox/d/e/f"),
+        format!("{ws}/a/b/nox/d/e/new"),
+        format!("{ws}/a/b/nox/d/../../../../.env"),
+        format!("{ws}/a/b/nox/x"),
+    ] {
+        for req in all_requests(&p) {
+            let l = left(&req, &ctx);
+            if unprivileged && !p.ends_with(".env") {
+                assert!(l, "approved without search permission: {req:?}");
+            }
+        }
+    }
+    fs::set_permissions(&nox, fs::Permissions::from_mode(0o700)).unwrap();
+}
