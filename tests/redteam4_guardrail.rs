@@ -244,3 +244,31 @@ fn a_directory_without_search_permission_is_judged_alike() {
     }
     fs::set_permissions(&nox, fs::Permissions::from_mode(0o700)).unwrap();
 }
+
+/// Device nodes inside the project (root only: `mknod`; a chroot or image build tree with
+/// its own `dev/` holds such): writing or reading one writes or reads the device (a disk,
+/// `/dev/mem`), whatever directory it sits in. Only `/dev/null` itself is harmless.
+#[test]
+fn device_nodes_inside_the_project_are_left() {
+    if !is_root() {
+        eprintln!("skipped: needs root");
+        return;
+    }
+    let (_d, w, home) = tree();
+    let ctx = PathContext::new(&w, &w, &home);
+    let ws = w.to_str().unwrap();
+    let made = |args: &[&str]| Command::new("mknod").args(args).status().is_ok_and(|s| s.success());
+    assert!(made(&[&format!("{ws}/a/b/c/blk"), "b", "7", "200"]));
+    assert!(made(&[&format!("{ws}/a/b/c/mem"), "c", "1", "1"]));
+    let mut approved = Vec::new();
+    for dev in ["blk", "mem"] {
+        for p in [format!("{ws}/a/b/c/{dev}"), format!("a/b/c/{dev}")] {
+            for req in all_requests(&p) {
+                if !left(&req, &ctx) {
+                    approved.push(format!("{} {:?}", req.permission, req.command.as_ref().unwrap_or(&p)));
+                }
+            }
+        }
+    }
+    assert!(approved.is_empty(), "approved device accesses: {approved:#?}");
+}
