@@ -25,6 +25,9 @@ impl FsProbe for PerComponent {
     fn read_file(&self, p: &Path) -> Option<String> {
         RealFs.read_file(p)
     }
+    fn kernel_fs(&self, p: &Path) -> bool {
+        RealFs.kernel_fs(p)
+    }
 }
 
 fn is_root() -> bool {
@@ -173,9 +176,10 @@ fn very_long_paths_are_judged_alike() {
     }
 }
 
-/// Mounts inside the project (root only; each unmounted after): a bind mount of `~/.ssh`,
-/// a bind mount of `.git` and a procfs. The walks agree; what each says is printed (a bind
-/// mount is not a symlink: neither walk can tell `keys/id_rsa` from a project file).
+/// Mounts inside the project (root only; each unmounted after): a bind mount of `~/.ssh`
+/// (its key is left by name) and a procfs (a chroot build tree's `rootfs/proc`): both walks
+/// agree, and every access is left. Before red team 4's fix `p/<pid>/environ`,
+/// `p/self/environ` and `p/<pid>/fd/0` were approved for read and write.
 #[test]
 fn mounts_inside_the_project_are_judged_alike() {
     if !is_root() {
@@ -190,6 +194,9 @@ fn mounts_inside_the_project_are_judged_alike() {
     let ok = |c: &mut Command| c.status().is_ok_and(|s| s.success());
     assert!(ok(Command::new("mount").arg("--bind").arg(home.join(".ssh")).arg(&keys)));
     let proc_ok = ok(Command::new("mount").args(["-t", "proc", "proc"]).arg(&procfs));
+    let sysfs = w.join("a/b/c/s");
+    fs::create_dir_all(&sysfs).unwrap();
+    let sys_ok = ok(Command::new("mount").args(["-t", "sysfs", "sysfs"]).arg(&sysfs));
     let ws = w.to_str().unwrap();
     let me = std::process::id();
     let mut verdicts = Vec::new();
@@ -205,13 +212,27 @@ fn mounts_inside_the_project_are_judged_alike() {
             verdicts.push((format!("{} {p}", req.permission), left(&req, &ctx)));
         }
     }
+    // A recursive read of a tree holding the procfs mount.
+    for cmd in [format!("grep -r secret {ws}/a/b/c"), format!("grep -r secret {ws}/a/b/c/p/{me}")] {
+        verdicts.push((cmd.clone(), left(&bash(&cmd), &ctx)));
+    }
+    for p in [
+        format!("{ws}/a/b/c/s/kernel/rcu_expedited"),
+        format!("{ws}/a/b/c/s/kernel/mm"),
+    ] {
+        for req in all_requests(&p) {
+            verdicts.push((format!("{} {p}", req.permission), left(&req, &ctx)));
+        }
+    }
+    if sys_ok {
+        let _ = Command::new("umount").arg(&sysfs).status();
+    }
     if proc_ok {
         let _ = Command::new("umount").arg(&procfs).status();
     }
     let _ = Command::new("umount").arg(&keys).status();
-    for (what, l) in &verdicts {
-        eprintln!("{}: {what}", if *l { "left" } else { "APPROVED" });
-    }
+    let approved: Vec<&String> = verdicts.iter().filter(|(_, l)| !l).map(|(w, _)| w).collect();
+    assert!(approved.is_empty(), "approved through mounts: {approved:#?}");
 }
 
 /// A directory without search permission on the way (meaningful when the test runs

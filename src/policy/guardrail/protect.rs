@@ -148,6 +148,21 @@ impl<'a> Checker<'a> {
                 self.display(comps)
             )));
         }
+        // A file of procfs, sysfs, ... mounted outside `/proc` (`rootfs/proc/self/environ`
+        // in a chroot build tree): a process's secrets or the kernel's settings (red team 4).
+        if node != Node::Missing && !is_dev_null && access != Access::List {
+            let dir = if node == Node::Dir {
+                comps
+            } else {
+                &comps[..comps.len().saturating_sub(1)]
+            };
+            if self.fs.kernel_fs(Path::new(&join(dir))) {
+                return Err(self.hit(format!(
+                    "{what} {}: on a kernel interface file system (procfs, sysfs, ...)",
+                    self.display(comps)
+                )));
+            }
+        }
         if node == Node::MultiLinked && access != Access::List {
             return Err(self.hit(format!(
                 "{what} {}: the file has other hard links",
