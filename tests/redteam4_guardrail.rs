@@ -8,7 +8,9 @@ use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use c2c_bridge::policy::guardrail::{check_with, FsProbe, Node, PathContext, PermissionRequest, RealFs};
+use c2c_bridge::policy::guardrail::{
+    check_with, FsProbe, Node, PathContext, PermissionRequest, RealFs,
+};
 
 /// The real file system without the one-walk probe (the reference walk).
 struct PerComponent;
@@ -44,7 +46,13 @@ fn tree() -> (tempfile::TempDir, PathBuf, PathBuf) {
     for d in ["w/a/b/c", "w/.git/hooks", "home/.ssh", "w/a/b/m"] {
         fs::create_dir_all(t.join(d)).unwrap();
     }
-    for f in ["w/a/b/c/f", "w/.git/config", "w/.env", "home/.ssh/id_rsa", "home/.bashrc"] {
+    for f in [
+        "w/a/b/c/f",
+        "w/.git/config",
+        "w/.env",
+        "home/.ssh/id_rsa",
+        "home/.bashrc",
+    ] {
         fs::write(t.join(f), "x\n").unwrap();
     }
     (dir, w, home)
@@ -192,11 +200,18 @@ fn mounts_inside_the_project_are_judged_alike() {
     let procfs = w.join("a/b/c/p");
     fs::create_dir_all(&procfs).unwrap();
     let ok = |c: &mut Command| c.status().is_ok_and(|s| s.success());
-    assert!(ok(Command::new("mount").arg("--bind").arg(home.join(".ssh")).arg(&keys)));
-    let proc_ok = ok(Command::new("mount").args(["-t", "proc", "proc"]).arg(&procfs));
+    assert!(ok(Command::new("mount")
+        .arg("--bind")
+        .arg(home.join(".ssh"))
+        .arg(&keys)));
+    let proc_ok = ok(Command::new("mount")
+        .args(["-t", "proc", "proc"])
+        .arg(&procfs));
     let sysfs = w.join("a/b/c/s");
     fs::create_dir_all(&sysfs).unwrap();
-    let sys_ok = ok(Command::new("mount").args(["-t", "sysfs", "sysfs"]).arg(&sysfs));
+    let sys_ok = ok(Command::new("mount")
+        .args(["-t", "sysfs", "sysfs"])
+        .arg(&sysfs));
     let ws = w.to_str().unwrap();
     let me = std::process::id();
     let mut verdicts = Vec::new();
@@ -213,7 +228,10 @@ fn mounts_inside_the_project_are_judged_alike() {
         }
     }
     // A recursive read of a tree holding the procfs mount.
-    for cmd in [format!("grep -r secret {ws}/a/b/c"), format!("grep -r secret {ws}/a/b/c/p/{me}")] {
+    for cmd in [
+        format!("grep -r secret {ws}/a/b/c"),
+        format!("grep -r secret {ws}/a/b/c/p/{me}"),
+    ] {
         verdicts.push((cmd.clone(), left(&bash(&cmd), &ctx)));
     }
     for p in [
@@ -231,8 +249,15 @@ fn mounts_inside_the_project_are_judged_alike() {
         let _ = Command::new("umount").arg(&procfs).status();
     }
     let _ = Command::new("umount").arg(&keys).status();
-    let approved: Vec<&String> = verdicts.iter().filter(|(_, l)| !l).map(|(w, _)| w).collect();
-    assert!(approved.is_empty(), "approved through mounts: {approved:#?}");
+    let approved: Vec<&String> = verdicts
+        .iter()
+        .filter(|(_, l)| !l)
+        .map(|(w, _)| w)
+        .collect();
+    assert!(
+        approved.is_empty(),
+        "approved through mounts: {approved:#?}"
+    );
 }
 
 /// A directory without search permission on the way (meaningful when the test runs
@@ -278,7 +303,12 @@ fn device_nodes_inside_the_project_are_left() {
     let (_d, w, home) = tree();
     let ctx = PathContext::new(&w, &w, &home);
     let ws = w.to_str().unwrap();
-    let made = |args: &[&str]| Command::new("mknod").args(args).status().is_ok_and(|s| s.success());
+    let made = |args: &[&str]| {
+        Command::new("mknod")
+            .args(args)
+            .status()
+            .is_ok_and(|s| s.success())
+    };
     assert!(made(&[&format!("{ws}/a/b/c/blk"), "b", "7", "200"]));
     assert!(made(&[&format!("{ws}/a/b/c/mem"), "c", "1", "1"]));
     let mut approved = Vec::new();
@@ -286,10 +316,17 @@ fn device_nodes_inside_the_project_are_left() {
         for p in [format!("{ws}/a/b/c/{dev}"), format!("a/b/c/{dev}")] {
             for req in all_requests(&p) {
                 if !left(&req, &ctx) {
-                    approved.push(format!("{} {:?}", req.permission, req.command.as_ref().unwrap_or(&p)));
+                    approved.push(format!(
+                        "{} {:?}",
+                        req.permission,
+                        req.command.as_ref().unwrap_or(&p)
+                    ));
                 }
             }
         }
     }
-    assert!(approved.is_empty(), "approved device accesses: {approved:#?}");
+    assert!(
+        approved.is_empty(),
+        "approved device accesses: {approved:#?}"
+    );
 }

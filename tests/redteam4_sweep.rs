@@ -155,3 +155,64 @@ fn a_session_id_shaped_like_a_temp_name_loses_nothing() {
     }
     drop(peer);
 }
+
+/// Another user's file of a temp file's name (root only: chowned to nobody), a hard link of
+/// a file outside the root under a temp name (removing the name leaves the file), and a temp
+/// file whose target's lock a c2c-style `lockf` holder (another process) holds: only the
+/// hard link's name goes.
+#[test]
+fn other_users_files_and_locked_targets_are_kept() {
+    let dir = tempfile::tempdir().unwrap();
+    let (b, root) = broker(dir.path());
+    let theirs = root.join(format!("registry.json.tmp.{DEAD_PID}"));
+    plant(&theirs);
+    let root_user = nix::unistd::geteuid().is_root();
+    if root_user {
+        std::os::unix::fs::chown(&theirs, Some(65534), Some(65534)).unwrap();
+    }
+    let outside = dir.path().join("notes.txt");
+    plant(&outside);
+    let linked = root.join(format!("c2c-bridge-aliases.json.tmp.{DEAD_PID}"));
+    std::fs::hard_link(&outside, &linked).unwrap();
+    // The inbox's lock held by another process (as c2c's lockf holder would).
+    let locked = root.join(format!("ses_sweeper.inbox.json.tmp.{DEAD_PID}"));
+    plant(&locked);
+    let lock = root.join("ses_sweeper.inbox.lock");
+    // python3's `fcntl.lockf`, as c2c takes it; skipped where python3 is missing.
+    let mut holder = Some(()).and_then(|_| {
+            std::process::Command::new("python3")
+                .args([
+                    "-c",
+                    "import fcntl,sys,time\nf=open(sys.argv[1],'a+')\nfcntl.lockf(f,fcntl.LOCK_EX)\nprint('held',flush=True)\ntime.sleep(30)",
+                ])
+                .arg(&lock)
+                .stdout(std::process::Stdio::piped())
+                .spawn()
+                .ok()
+        });
+    if let Some(h) = holder.as_mut() {
+        use std::io::BufRead;
+        let mut line = String::new();
+        std::io::BufReader::new(h.stdout.as_mut().unwrap())
+            .read_line(&mut line)
+            .unwrap();
+        assert_eq!(line.trim(), "held");
+    }
+
+    let report = b.sweep().unwrap();
+
+    if let Some(mut h) = holder {
+        let _ = h.kill();
+        let _ = h.wait();
+        assert!(
+            locked.exists(),
+            "a temp file whose target's lock is held was removed"
+        );
+    }
+    if root_user {
+        assert!(theirs.exists(), "another user's file was removed");
+    }
+    assert!(!linked.exists());
+    assert_eq!(std::fs::read(&outside).unwrap(), b"user data");
+    assert!(report.temp_files_removed >= 1);
+}

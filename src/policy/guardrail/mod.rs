@@ -57,10 +57,10 @@
 
 mod commands;
 mod gitconfig;
+mod kernelfs;
 mod names;
 pub(crate) mod parse;
 mod paths;
-mod kernelfs;
 mod plain;
 pub(crate) mod programs;
 mod protect;
