@@ -100,7 +100,11 @@ impl Broker {
     fn remove_leftover_temp_files(&self) -> usize {
         let root = self.root().path();
         let mut dirs = vec![root.to_path_buf(), root.join("held"), root.join("archive")];
-        if let Ok(rooms) = std::fs::read_dir(root.join("rooms")) {
+        // `rooms` is listed only when it is a directory, not a symlink to one (red team 4:
+        // `rooms -> ~` had every directory of the user's home swept).
+        let rooms = root.join("rooms");
+        let rooms_is_dir = rooms.symlink_metadata().is_ok_and(|m| m.is_dir());
+        if let Some(Ok(rooms)) = rooms_is_dir.then(|| std::fs::read_dir(&rooms)) {
             dirs.extend(
                 rooms
                     .flatten()

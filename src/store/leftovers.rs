@@ -15,11 +15,12 @@
 //! Removing a leftover never changes `X`: its content was never renamed into place, so what
 //! it holds was not stored (the writer's call had not returned).
 
-use std::os::unix::fs::MetadataExt;
 use std::path::Path;
 use std::time::{Duration, SystemTime};
 
-use super::lock::{sidecar_path, LockGuard};
+#[cfg(test)]
+use super::lock::sidecar_path;
+use super::lock::{sidecar_in, LockGuard};
 use crate::error::{Error, Result};
 
 /// How long a writer's lock is waited for before its temp file is left for the next sweep.
@@ -32,6 +33,19 @@ const LOCK_WAIT: Duration = Duration::from_millis(20);
 /// [`Error::Io`] when `dir` cannot be listed. A file that cannot be judged or removed is
 /// skipped (logged), never an error: the sweep is housekeeping.
 pub fn remove_dead_writers_temp_files(dir: &Path, min_age: Duration) -> Result<usize> {
+    use nix::fcntl::AtFlags;
+    use nix::sys::stat::{fstatat, SFlag};
+    use nix::unistd::{unlinkat, UnlinkatFlags};
+    use std::os::unix::fs::OpenOptionsExt;
+    // Red team 4: `dir` itself is opened without following a symlink, and every look and
+    // removal below is relative to that descriptor: a symlink in `dir`'s place (`held ->
+    // ~`), or one swapped in after the listing, is never gone through.
+    let fd = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(nix::libc::O_DIRECTORY | nix::libc::O_NOFOLLOW | nix::libc::O_CLOEXEC)
+        .open(dir)
+        .map_err(|e| Error::io(dir, e))?;
+    let dfd = std::os::fd::AsRawFd::as_raw_fd(&fd);
     let entries = std::fs::read_dir(dir).map_err(|e| Error::io(dir, e))?;
     let now = SystemTime::now();
     let me = nix::unistd::geteuid().as_raw();
@@ -41,27 +55,34 @@ pub fn remove_dead_writers_temp_files(dir: &Path, min_age: Duration) -> Result<u
         let Some((target, pid)) = name.to_str().and_then(temp_name_parts) else {
             continue;
         };
-        let path = entry.path();
-        // `DirEntry::metadata` is an lstat: a symlink is its own type, never followed.
-        let Ok(meta) = entry.metadata() else {
+        // The target's lock must lie in `dir` (red team 4: a target `.` or `..` named a lock
+        // beside the root, `<root>.lock`, created by the sweep): a plain name, as every store
+        // file's is.
+        let Some(lock) = sidecar_in(dir, target) else {
             continue;
         };
-        let old_enough = meta
-            .modified()
-            .ok()
-            .and_then(|m| now.duration_since(m).ok())
-            .is_some_and(|age| age >= min_age);
-        if !meta.file_type().is_file()
-            || meta.uid() != me
+        let path = entry.path();
+        // `fstatat(AT_SYMLINK_NOFOLLOW)` in the opened directory: a symlink is its own type,
+        // never followed.
+        let Ok(st) = fstatat(Some(dfd), name.as_os_str(), AtFlags::AT_SYMLINK_NOFOLLOW) else {
+            continue;
+        };
+        let is_file =
+            SFlag::from_bits_truncate(st.st_mode & SFlag::S_IFMT.bits()) == SFlag::S_IFREG;
+        let modified = SystemTime::UNIX_EPOCH
+            + Duration::from_secs(u64::try_from(st.st_mtime).unwrap_or(u64::MAX / 4));
+        let old_enough = now.duration_since(modified).is_ok_and(|age| age >= min_age);
+        if !is_file
+            || st.st_uid != me
             || !old_enough
             || crate::liveness::pid_start_time(pid).is_some()
         {
             continue;
         }
-        let Ok(_guard) = LockGuard::acquire(&sidecar_path(&dir.join(target)), LOCK_WAIT) else {
+        let Ok(_guard) = LockGuard::acquire(&lock, LOCK_WAIT) else {
             continue;
         };
-        match std::fs::remove_file(&path) {
+        match unlinkat(Some(dfd), name.as_os_str(), UnlinkatFlags::NoRemoveDir) {
             Ok(()) => removed += 1,
             Err(e) => tracing::warn!(?path, %e, "a dead writer's temp file could not be removed"),
         }

@@ -57,6 +57,7 @@
 
 mod commands;
 mod gitconfig;
+mod kernelfs;
 mod names;
 pub(crate) mod parse;
 mod paths;
@@ -313,6 +314,12 @@ pub trait FsProbe {
     fn lstat_plain(&self, _p: &Path) -> Option<Node> {
         None
     }
+    /// Whether the directory `p` lies on a kernel interface file system (procfs, sysfs,
+    /// debugfs, ...: `kernelfs.rs`) mounted anywhere, whose files are processes' and the
+    /// kernel's state, not data; `true` when it cannot be told. The default knows of none.
+    fn kernel_fs(&self, _p: &Path) -> bool {
+        false
+    }
 }
 
 /// The real file system.
@@ -360,6 +367,10 @@ impl FsProbe for RealFs {
     /// One `openat2(RESOLVE_NO_SYMLINKS)` and `fstat` (Linux; `plain.rs`).
     fn lstat_plain(&self, p: &Path) -> Option<Node> {
         plain::plain_lstat(p)
+    }
+    /// `statfs(2)` and the file system's magic number (`kernelfs.rs`).
+    fn kernel_fs(&self, p: &Path) -> bool {
+        kernelfs::on_kernel_fs(p)
     }
     fn read_dir(&self, p: &Path) -> Option<Vec<(std::ffi::OsString, Node)>> {
         let mut out = Vec::new();

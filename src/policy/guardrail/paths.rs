@@ -174,6 +174,19 @@ impl<'a> Checker<'a> {
                     if links > MAX_LINKS {
                         return Err("too many levels of symbolic links".into());
                     }
+                    // A link of procfs mounted outside `/proc` (`rootfs/proc/self`, `.../fd/0`,
+                    // `.../cwd`): the kernel follows it for the process that runs the command,
+                    // not by its text (red team 4).
+                    let parent = &here[..here.rfind('/').unwrap_or(0)];
+                    if self
+                        .fs
+                        .kernel_fs(Path::new(if parent.is_empty() { "/" } else { parent }))
+                    {
+                        return Err(format!(
+                            "{} is a link on a kernel interface file system (procfs, ...)",
+                            self.display(&stack)
+                        ));
+                    }
                     let Some(target) = self.read_link(&here) else {
                         return Err(format!("cannot read link {}", self.display(&stack)));
                     };
@@ -292,6 +305,14 @@ impl<'a> Checker<'a> {
         // Symlinks met, judged after the tree (whose protected names come first).
         let mut links: Vec<Vec<String>> = Vec::new();
         while let Some((dir, depth)) = stack.pop() {
+            // A kernel interface file system mounted in the tree (`rootfs/proc`): its files
+            // are processes' secrets and the kernel's settings (red team 4).
+            if self.fs.kernel_fs(Path::new(&join(&dir))) {
+                return Err(self.hit(format!(
+                    "{what} {}: on a kernel interface file system (procfs, sysfs, ...)",
+                    self.display(&dir)
+                )));
+            }
             let Some(entries) = self.fs.read_dir(Path::new(&join(&dir))) else {
                 return Err(self.hit(format!(
                     "{what} {}: cannot read the directory",

@@ -139,6 +139,30 @@ impl<'a> Checker<'a> {
         if comps.first().is_some_and(|f| f == "dev") && !is_dev_null && access != Access::List {
             return Err(self.hit(format!("{what} device path {}", join(comps))));
         }
+        // A device, FIFO or socket outside `/dev` (a chroot or image build tree's `dev/`, a
+        // bind mount of `/dev` in the project): reading or writing it reads or writes the
+        // device, wherever its name is (red team 4: `echo x > rootfs/dev/sda` was approved).
+        if node == Node::Other && !is_dev_null && access != Access::List {
+            return Err(self.hit(format!(
+                "{what} {}: a device, FIFO or socket",
+                self.display(comps)
+            )));
+        }
+        // A file of procfs, sysfs, ... mounted outside `/proc` (`rootfs/proc/self/environ`
+        // in a chroot build tree): a process's secrets or the kernel's settings (red team 4).
+        if node != Node::Missing && !is_dev_null && access != Access::List {
+            let dir = if node == Node::Dir {
+                comps
+            } else {
+                &comps[..comps.len().saturating_sub(1)]
+            };
+            if self.fs.kernel_fs(Path::new(&join(dir))) {
+                return Err(self.hit(format!(
+                    "{what} {}: on a kernel interface file system (procfs, sysfs, ...)",
+                    self.display(comps)
+                )));
+            }
+        }
         if node == Node::MultiLinked && access != Access::List {
             return Err(self.hit(format!(
                 "{what} {}: the file has other hard links",
