@@ -43,7 +43,8 @@ fn c2c_bytes_are_kept_through_opens_and_stamps() {
     let alice = open(root, "ses_alice", "alice");
     let bob = open(root, "ses_bob", "bob");
     let file = root.join("pending_permissions.json");
-    let later = crate::time::now_secs() + 600.0;
+    // whole seconds: a value the JSON round trip keeps exactly whatever the parser
+    let later = (crate::time::now_secs() + 600.0).floor();
     let mut unusual = c2c_slot("perm-c2c-2", "carol", later);
     unusual["c2c_note"] = json!("ünïcödé ✓");
     let theirs = vec![c2c_slot("perm-c2c-1", "carol", later), unusual, json!(42)];
