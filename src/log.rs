@@ -218,15 +218,21 @@ impl AuditLog {
     }
 }
 
-/// One audit line: `{"ts":…,"event":…,…fields}` and a newline, serialised straight from the
-/// fields (no intermediate map). Fields named `ts` or `event` are dropped (the line's own
-/// win), as before.
-fn line(ts: f64, event: &str, fields: &Map<String, Value>) -> Vec<u8> {
-    let mut out = Vec::with_capacity(64 + 48 * fields.len());
+/// The start of an audit line, `{"ts":…,"event":…`, with room for `n_fields` more.
+fn line_start(ts: f64, event: &str, n_fields: usize) -> Vec<u8> {
+    let mut out = Vec::with_capacity(64 + 48 * n_fields);
     out.extend_from_slice(b"{\"ts\":");
     let _ = serde_json::to_writer(&mut out, &Value::from(ts));
     out.extend_from_slice(b",\"event\":");
     let _ = serde_json::to_writer(&mut out, event);
+    out
+}
+
+/// One audit line: `{"ts":…,"event":…,…fields}` and a newline, serialised straight from the
+/// fields (no intermediate map). Fields named `ts` or `event` are dropped (the line's own
+/// win), as before.
+fn line(ts: f64, event: &str, fields: &Map<String, Value>) -> Vec<u8> {
+    let mut out = line_start(ts, event, fields.len());
     for (k, v) in fields {
         if k == "ts" || k == "event" {
             continue;
@@ -254,11 +260,7 @@ pub enum AuditValue<'a> {
 
 /// [`line`] from borrowed fields (see [`AuditLog::event_fields`]).
 fn line_fields(ts: f64, event: &str, fields: &[(&str, AuditValue<'_>)]) -> Vec<u8> {
-    let mut out = Vec::with_capacity(64 + 48 * fields.len());
-    out.extend_from_slice(b"{\"ts\":");
-    let _ = serde_json::to_writer(&mut out, &Value::from(ts));
-    out.extend_from_slice(b",\"event\":");
-    let _ = serde_json::to_writer(&mut out, event);
+    let mut out = line_start(ts, event, fields.len());
     for (k, v) in fields {
         if *k == "ts" || *k == "event" {
             continue;
