@@ -112,8 +112,8 @@ impl Broker {
                     .map(|e| e.path()),
             );
         }
+        // An absent directory, or a symlink in one's place, fails to open (O_NOFOLLOW): skipped.
         dirs.iter()
-            .filter(|d| d.symlink_metadata().is_ok_and(|m| m.is_dir()))
             .filter_map(|d| {
                 crate::store::leftovers::remove_dead_writers_temp_files(d, TEMP_FILE_MIN_AGE).ok()
             })

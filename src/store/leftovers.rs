@@ -5,7 +5,8 @@
 //!
 //! A temp file is a leftover when all of these hold:
 //! - its name is `<X>.tmp.<pid>` with a decimal pid, and it is a regular file owned by us
-//!   (`lstat`: a symlink, a directory or another user's file is never touched);
+//!   (`fstatat` without following: a symlink, a directory or another user's file is never
+//!   touched; the directory is opened `O_NOFOLLOW` and everything goes through it);
 //! - no process `<pid>` exists (`/proc/<pid>` has no start time: the writer is gone; a reused
 //!   pid keeps the file until that process ends too, the safe side);
 //! - it was last modified at least `min_age` ago (a write takes milliseconds);
@@ -33,26 +34,27 @@ const LOCK_WAIT: Duration = Duration::from_millis(20);
 /// [`Error::Io`] when `dir` cannot be listed. A file that cannot be judged or removed is
 /// skipped (logged), never an error: the sweep is housekeeping.
 pub fn remove_dead_writers_temp_files(dir: &Path, min_age: Duration) -> Result<usize> {
-    use nix::fcntl::AtFlags;
-    use nix::sys::stat::{fstatat, SFlag};
+    use nix::dir::Dir;
+    use nix::fcntl::{AtFlags, OFlag};
+    use nix::sys::stat::{fstatat, Mode, SFlag};
     use nix::unistd::{unlinkat, UnlinkatFlags};
-    use std::os::unix::fs::OpenOptionsExt;
-    // Red team 4: `dir` itself is opened without following a symlink, and every look and
-    // removal below is relative to that descriptor: a symlink in `dir`'s place (`held ->
-    // ~`), or one swapped in after the listing, is never gone through.
-    let fd = std::fs::OpenOptions::new()
-        .read(true)
-        .custom_flags(nix::libc::O_DIRECTORY | nix::libc::O_NOFOLLOW | nix::libc::O_CLOEXEC)
-        .open(dir)
-        .map_err(|e| Error::io(dir, e))?;
-    let dfd = std::os::fd::AsRawFd::as_raw_fd(&fd);
-    let entries = std::fs::read_dir(dir).map_err(|e| Error::io(dir, e))?;
+    use std::os::fd::AsRawFd;
+    // Red team 4: `dir` itself is opened without following a symlink, and the listing, every
+    // look and every removal go through that one descriptor: a symlink in `dir`'s place
+    // (`held -> ~`), or one swapped in later, is never gone through.
+    let mut handle = Dir::open(
+        dir,
+        OFlag::O_RDONLY | OFlag::O_DIRECTORY | OFlag::O_NOFOLLOW | OFlag::O_CLOEXEC,
+        Mode::empty(),
+    )
+    .map_err(|e| Error::io(dir, std::io::Error::from(e)))?;
+    let dfd = handle.as_raw_fd();
     let now = SystemTime::now();
     let me = nix::unistd::geteuid().as_raw();
     let mut removed = 0;
-    for entry in entries.flatten() {
+    for entry in handle.iter().flatten() {
         let name = entry.file_name();
-        let Some((target, pid)) = name.to_str().and_then(temp_name_parts) else {
+        let Some((target, pid)) = name.to_str().ok().and_then(temp_name_parts) else {
             continue;
         };
         // The target's lock must lie in `dir` (red team 4: a target `.` or `..` named a lock
@@ -61,10 +63,9 @@ pub fn remove_dead_writers_temp_files(dir: &Path, min_age: Duration) -> Result<u
         let Some(lock) = sidecar_in(dir, target) else {
             continue;
         };
-        let path = entry.path();
         // `fstatat(AT_SYMLINK_NOFOLLOW)` in the opened directory: a symlink is its own type,
         // never followed.
-        let Ok(st) = fstatat(Some(dfd), name.as_os_str(), AtFlags::AT_SYMLINK_NOFOLLOW) else {
+        let Ok(st) = fstatat(Some(dfd), name, AtFlags::AT_SYMLINK_NOFOLLOW) else {
             continue;
         };
         let is_file =
@@ -82,9 +83,12 @@ pub fn remove_dead_writers_temp_files(dir: &Path, min_age: Duration) -> Result<u
         let Ok(_guard) = LockGuard::acquire(&lock, LOCK_WAIT) else {
             continue;
         };
-        match unlinkat(Some(dfd), name.as_os_str(), UnlinkatFlags::NoRemoveDir) {
+        match unlinkat(Some(dfd), name, UnlinkatFlags::NoRemoveDir) {
             Ok(()) => removed += 1,
-            Err(e) => tracing::warn!(?path, %e, "a dead writer's temp file could not be removed"),
+            Err(e) => {
+                let path = dir.join(name.to_string_lossy().as_ref());
+                tracing::warn!(?path, %e, "a dead writer's temp file could not be removed")
+            }
         }
     }
     Ok(removed)
