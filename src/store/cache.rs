@@ -155,10 +155,9 @@ pub trait ArrayParse: Default {
 fn pin_written(path: &Path, written: std::fs::File) -> Option<(std::fs::File, FileId)> {
     let written_id = written.metadata().ok().map(|m| FileId::of(&m));
     drop(written);
-    super::file::open_read_nofollow(path).ok().and_then(|f| {
-        let id = f.metadata().ok().map(|m| FileId::of(&m))?;
-        (Some(id) == written_id).then_some((f, id))
-    })
+    let (f, meta) = super::file::open_read_nofollow_meta(path).ok()?;
+    let id = FileId::of(&meta);
+    (Some(id) == written_id).then_some((f, id))
 }
 
 impl<T: Default> ParsedFileCache<T> {

@@ -38,7 +38,7 @@ pub(crate) fn open_read_nofollow(path: &Path) -> std::io::Result<File> {
 }
 
 /// [`open_read_nofollow`] and the file's metadata (its `fstat`, taken once).
-fn open_read_nofollow_meta(path: &Path) -> std::io::Result<(File, std::fs::Metadata)> {
+pub(crate) fn open_read_nofollow_meta(path: &Path) -> std::io::Result<(File, std::fs::Metadata)> {
     let file = OpenOptions::new()
         .read(true)
         .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC | libc::O_NONBLOCK)
